@@ -1,0 +1,28 @@
+"""The FastAPI app factory: one app shape for Lambda (Mangum / web adapter) and the local server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi import APIRouter, FastAPI
+
+from agent_core import __version__
+from agent_core.api.errors import install_error_handlers
+from agent_core.config import get_settings
+from agent_core.context import AppContext, build_context
+
+ContextFactory = Callable[[], AppContext]
+
+
+def build_app(*routers: APIRouter, context: AppContext | ContextFactory | None = None) -> FastAPI:
+    """An app serving `routers`. The context is built on first use, so importing costs no I/O."""
+    app = FastAPI(title="agent-core", version=__version__, docs_url=None, redoc_url=None)
+    install_error_handlers(app)
+    for router in routers:
+        app.include_router(router)
+    if isinstance(context, AppContext):
+        app.state.context = context
+    else:
+        app.state.context = None
+        app.state.context_factory = context or (lambda: build_context(get_settings()))
+    return app

@@ -1,0 +1,88 @@
+"""Identity: who is calling, per AGENT_AUTH_MODE (none / jwt / iam)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from fastapi import Request
+
+from agent_core.config import Settings
+from agent_core.errors import Unauthorized
+
+LOCAL_USER = "local-user"
+MAX_USER_ID = 256
+
+
+def _bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+def _lambda_event(request: Request) -> dict[str, Any]:
+    event = request.scope.get("aws.event")
+    return event if isinstance(event, dict) else {}
+
+
+def _gateway_claims(event: dict[str, Any]) -> dict[str, Any] | None:
+    """Claims API Gateway already verified (REST authorizer, or HTTP API JWT authorizer)."""
+    authorizer = event.get("requestContext", {}).get("authorizer") or {}
+    claims = authorizer.get("claims") or (authorizer.get("jwt") or {}).get("claims")
+    return claims if isinstance(claims, dict) else None
+
+
+def _iam_principal(event: dict[str, Any]) -> str | None:
+    context = event.get("requestContext", {})
+    identity = context.get("identity") or {}
+    iam = (context.get("authorizer") or {}).get("iam") or {}
+    return identity.get("userArn") or iam.get("userArn") or identity.get("caller") or iam.get("callerId")
+
+
+@lru_cache(maxsize=4)
+def _jwks_client(url: str) -> Any:
+    import jwt  # imported only in jwt mode: keeps it off every other cold start
+
+    return jwt.PyJWKClient(url, cache_keys=True, lifespan=3600)
+
+
+def _verify_jwt(token: str, settings: Settings) -> dict[str, Any]:
+    import jwt
+
+    if not settings.jwt_jwks_url:
+        raise Unauthorized("JWT verification is not configured")
+    try:
+        key = _jwks_client(settings.jwt_jwks_url).get_signing_key_from_jwt(token)
+        claims: dict[str, Any] = jwt.decode(
+            token,
+            key.key,
+            algorithms=["RS256", "ES256", "PS256"],
+            audience=settings.jwt_audience or None,
+            issuer=settings.jwt_issuer or None,
+            options={"verify_aud": bool(settings.jwt_audience)},
+        )
+    except jwt.PyJWTError as exc:
+        raise Unauthorized(f"invalid token: {type(exc).__name__}") from exc
+    return claims
+
+
+def _checked(user_id: str | None) -> str:
+    if not user_id or len(user_id) > MAX_USER_ID:
+        raise Unauthorized("missing or invalid caller identity")
+    return user_id
+
+
+def resolve_user(request: Request, settings: Settings) -> str:
+    """The caller's user id; raises Unauthorized when the mode's credential is missing or invalid."""
+    if settings.auth_mode == "none":
+        return _checked(request.headers.get("x-user-id") or _bearer(request) or LOCAL_USER)
+    event = _lambda_event(request)
+    if settings.auth_mode == "iam":
+        return _checked(_iam_principal(event))
+    claims = _gateway_claims(event)
+    if claims is None:
+        token = _bearer(request)
+        if token is None:
+            raise Unauthorized("a Bearer token is required")
+        claims = _verify_jwt(token, settings)
+    return _checked(str(claims.get("sub") or ""))

@@ -1,0 +1,43 @@
+"""Request-scoped dependencies: the app context, the caller, the request's clock."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime
+
+from fastapi import Request
+
+from agent_core.api.auth import resolve_user
+from agent_core.context import AppContext
+from agent_core.errors import InvalidRequest
+
+_lock = threading.Lock()
+
+
+def app_context(request: Request) -> AppContext:
+    """The app's context, built once on first use."""
+    state = request.app.state
+    if state.context is None:
+        with _lock:
+            if state.context is None:
+                state.context = state.context_factory()
+    context: AppContext = state.context
+    return context
+
+
+def current_user(request: Request) -> str:
+    return resolve_user(request, app_context(request).settings)
+
+
+def request_now(request: Request) -> datetime | None:
+    """`X-Agent-Now` sets "now" for this request, only when AGENT_ALLOW_CLOCK_OVERRIDE is on."""
+    value = request.headers.get("x-agent-now")
+    if not value or not app_context(request).settings.allow_clock_override:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise InvalidRequest("X-Agent-Now must be ISO 8601", param="X-Agent-Now") from exc
+    if parsed.tzinfo is None:
+        raise InvalidRequest("X-Agent-Now needs a UTC offset", param="X-Agent-Now")
+    return parsed

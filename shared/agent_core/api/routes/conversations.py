@@ -1,0 +1,121 @@
+"""The native conversation API: /api/v1/conversations (buffered; the chat function)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from agent_core.api.deps import app_context, current_user, request_now
+from agent_core.api.schemas import (
+    ChatIn,
+    ChatOut,
+    ConversationList,
+    ConversationOut,
+    CreateConversation,
+    MessageList,
+    MessageOut,
+)
+from agent_core.context import AppContext
+from agent_core.domain.ids import new_chat_id, now_ms
+from agent_core.domain.models import Chat
+from agent_core.errors import NotFound
+from agent_core.runtime.blocking import run_blocking
+from agent_core.runtime.turn import TurnRequest
+
+router = APIRouter(prefix="/api/v1/conversations", tags=["conversations"])
+
+Ctx = Annotated[AppContext, Depends(app_context)]
+User = Annotated[str, Depends(current_user)]
+Limit = Annotated[int, Query(ge=1, le=100)]
+
+
+def _dump(model: Any) -> Any:
+    return model.model_dump(by_alias=True, exclude_none=True)
+
+
+def _not_found() -> NotFound:
+    return NotFound("conversation not found", param="conversationId", code="conversation_not_found")
+
+
+@router.post("", status_code=201)
+async def create_conversation(ctx: Ctx, user: User, body: CreateConversation | None = None) -> JSONResponse:
+    at = now_ms()
+    chat = Chat(
+        chat_id=new_chat_id(),
+        user_id=user,
+        title=(body.title if body else "").strip(),
+        created_at=at,
+        last_activity_at=at,
+    )
+    await ctx.deps.store.create_chat(chat)
+    out = ConversationOut.of(chat)
+    return JSONResponse(
+        {"conversationId": out.conversation_id, "title": out.title, "createdAt": out.created_at}, status_code=201
+    )
+
+
+@router.get("")
+async def list_conversations(ctx: Ctx, user: User, limit: Limit = 20, cursor: str | None = None) -> Any:
+    page = await ctx.deps.store.list_chats(user, limit, cursor)
+    return _dump(ConversationList(items=[ConversationOut.of(c) for c in page.items], next_cursor=page.next_cursor))
+
+
+@router.get("/{conversation_id}")
+async def get_conversation(conversation_id: str, ctx: Ctx, user: User) -> Any:
+    chat = await ctx.deps.store.get_chat(conversation_id, user)
+    if chat is None:
+        raise _not_found()
+    return _dump(ConversationOut.of(chat))
+
+
+@router.delete("/{conversation_id}", status_code=204)
+async def delete_conversation(conversation_id: str, ctx: Ctx, user: User) -> Response:
+    if not await ctx.deps.store.delete_chat(conversation_id, user):
+        raise _not_found()
+    return Response(status_code=204)
+
+
+@router.get("/{conversation_id}/messages")
+async def list_messages(
+    conversation_id: str, ctx: Ctx, user: User, limit: Limit = 50, cursor: str | None = None
+) -> Any:
+    if await ctx.deps.store.get_chat(conversation_id, user) is None:
+        raise _not_found()
+    page = await ctx.deps.store.list_messages(conversation_id, user, limit, cursor)
+    return _dump(MessageList(items=[MessageOut.of(m) for m in page.items], next_cursor=page.next_cursor))
+
+
+@router.post("/{conversation_id}/chat")
+async def chat(
+    conversation_id: str,
+    body: ChatIn,
+    request: Request,
+    ctx: Ctx,
+    user: User,
+    x_request_id: Annotated[str | None, Header(max_length=128)] = None,
+) -> Any:
+    turn = TurnRequest(
+        user_id=user,
+        chat_id=conversation_id,
+        message=body.message,
+        request_id=body.request_id or x_request_id,
+        model=body.model,
+        deadline_ms=ctx.settings.turn_deadline_ms,
+        now=request_now(request),
+    )
+    try:
+        result = await run_blocking(ctx.deps, turn)
+    finally:
+        if ctx.settings.in_lambda:
+            # Nothing runs after a Lambda response: background work overlaps the turn, then is awaited.
+            await ctx.queue.join()
+    return _dump(
+        ChatOut(
+            request_id=result.request_id,
+            assistant_message=result.assistant_message,
+            tool_calls=result.tool_calls,
+            finish_reason=result.finish_reason,
+        )
+    )

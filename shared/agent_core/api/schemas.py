@@ -1,0 +1,91 @@
+"""Request and response bodies of the native v1 API (camelCase on the wire)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from agent_core.domain.models import Chat, Message, ToolCallRecord
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="ignore")
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class CreateConversation(Body):
+    title: str = Field("", max_length=200)
+
+
+class ConversationOut(Body):
+    conversation_id: str
+    title: str
+    created_at: str
+    last_activity_at: str
+
+    @staticmethod
+    def of(chat: Chat) -> ConversationOut:
+        return ConversationOut(
+            conversation_id=chat.chat_id,
+            title=chat.title,
+            created_at=iso(chat.created_at),
+            last_activity_at=iso(chat.last_activity_at),
+        )
+
+
+class ConversationList(Body):
+    items: list[ConversationOut]
+    next_cursor: str | None
+
+
+class ToolCallOut(Body):
+    id: str
+    type: str = "function"
+    name: str
+    arguments: str
+
+
+class MessageOut(Body):
+    id: str
+    role: str
+    kind: str
+    content: str
+    tool_calls: list[ToolCallOut] | None = None
+    tool_call_id: str | None = None
+    created_at: str
+
+    @staticmethod
+    def of(message: Message) -> MessageOut:
+        calls = [ToolCallOut(id=c.id, name=c.name, arguments=c.arguments) for c in message.tool_calls]
+        return MessageOut(
+            id=message.id,
+            role=message.role.value,
+            kind=message.kind.value,
+            content=message.content,
+            tool_calls=calls or None,
+            tool_call_id=message.tool_call_id,
+            created_at=iso(message.created_at),
+        )
+
+
+class MessageList(Body):
+    items: list[MessageOut]
+    next_cursor: str | None
+
+
+class ChatIn(Body):
+    message: str
+    model: str | None = Field(None, max_length=200)
+    request_id: str | None = Field(None, max_length=128, pattern=r"^[A-Za-z0-9._:\-]+$")
+
+
+class ChatOut(Body):
+    request_id: str
+    assistant_message: str
+    tool_calls: list[ToolCallRecord]
+    finish_reason: str

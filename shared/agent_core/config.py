@@ -1,0 +1,108 @@
+"""One Settings object: the only module that reads the environment."""
+
+from __future__ import annotations
+
+import secrets
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _split(value: object) -> object:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class Settings(BaseSettings):
+    """Every setting of ARCHITECTURE.md "Configuration", with its default."""
+
+    model_config = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=True)
+
+    storage: Literal["embedded", "aws", "memory"] = Field("embedded", alias="AGENT_STORAGE")
+    table_name: str = Field("agent-core-local", alias="AGENT_TABLE_NAME")
+    data_bucket: str = Field("agent-core-local-data", alias="AGENT_DATA_BUCKET")
+    work_queue_url: str = Field("", alias="AGENT_WORK_QUEUE_URL")
+
+    model: str = Field("gpt-4.1-mini", alias="AGENT_MODEL")
+    llm_provider: Literal["openai", "azure", "offline", ""] = Field("", alias="AGENT_LLM_PROVIDER")
+    openai_base_url: str = Field("", alias="OPENAI_BASE_URL")
+    openai_api_key: str = Field("", alias="OPENAI_API_KEY", repr=False)
+    llm_api_key_secret: str = Field("", alias="AGENT_LLM_API_KEY_SECRET")
+    llm_timeout_s: float = Field(60.0, alias="AGENT_LLM_TIMEOUT_S")
+    llm_max_retries: int = Field(3, alias="AGENT_LLM_MAX_RETRIES")
+    azure_api_version: str = Field("2024-10-21", alias="OPENAI_API_VERSION")
+
+    auth_mode: Literal["none", "jwt", "iam"] = Field("none", alias="AGENT_AUTH_MODE")
+    jwt_issuer: str = Field("", alias="AGENT_JWT_ISSUER")
+    jwt_audience: str = Field("", alias="AGENT_JWT_AUDIENCE")
+    jwt_jwks_url: str = Field("", alias="AGENT_JWT_JWKS_URL")
+
+    tools_allowed: list[str] = Field(default_factory=lambda: ["*"], alias="AGENT_TOOLS_ALLOWED")
+    permissions_granted: list[str] = Field(default_factory=lambda: ["*"], alias="AGENT_PERMISSIONS_GRANTED")
+    tool_max_input_bytes: int = Field(16384, alias="AGENT_TOOL_MAX_INPUT_BYTES")
+    tool_max_output_bytes: int = Field(65536, alias="AGENT_TOOL_MAX_OUTPUT_BYTES")
+    tool_timeout_ms: int = Field(10000, alias="AGENT_TOOL_TIMEOUT_MS")
+    http_allowed_hosts: list[str] = Field(default_factory=list, alias="AGENT_HTTP_ALLOWED_HOSTS")
+
+    max_message_bytes: int = Field(32768, alias="AGENT_MAX_MESSAGE_BYTES")
+    memory_window: int = Field(20, alias="AGENT_MEMORY_WINDOW")
+    memory_compact_after: int = Field(40, alias="AGENT_MEMORY_COMPACT_AFTER")
+    memory_max_prompt_tokens: int = Field(12000, alias="AGENT_MEMORY_MAX_PROMPT_TOKENS")
+    tool_output_window_chars: int = Field(2000, alias="AGENT_MEMORY_TOOL_OUTPUT_CHARS")
+
+    definitions_dir: str = Field("", alias="AGENT_DEFINITIONS_DIR")
+    default_timezone: str = Field("Asia/Shanghai", alias="AGENT_DEFAULT_TIMEZONE")
+    idle_timeout_minutes: int = Field(30, alias="AGENT_IDLE_TIMEOUT_MINUTES")
+    frontend_submit_timeout_ms: int = Field(300000, alias="AGENT_FRONTEND_SUBMIT_TIMEOUT_MS")
+
+    data_token_secret: str = Field("", alias="AGENT_DATA_TOKEN_SECRET", repr=False)
+    data_token_secret_name: str = Field("", alias="AGENT_DATA_TOKEN_SECRET_NAME")
+    data_token_validation_enabled: bool = Field(True, alias="AGENT_DATA_TOKEN_VALIDATION_ENABLED")
+
+    turn_deadline_ms: int = Field(25000, alias="AGENT_TURN_DEADLINE_MS")
+    run_lease_ms: int = Field(120000, alias="AGENT_RUN_LEASE_MS")
+    allow_clock_override: bool = Field(False, alias="AGENT_ALLOW_CLOCK_OVERRIDE")
+
+    service_name: str = Field("agent-core", alias="POWERTOOLS_SERVICE_NAME")
+    lambda_function_name: str = Field("", alias="AWS_LAMBDA_FUNCTION_NAME")
+    aws_region: str = Field("us-east-1", alias="AWS_REGION")
+
+    @field_validator("tools_allowed", "permissions_granted", "http_allowed_hosts", mode="before")
+    @classmethod
+    def _lists(cls, value: object) -> object:
+        return _split(value)
+
+    @property
+    def in_lambda(self) -> bool:
+        return bool(self.lambda_function_name)
+
+    @property
+    def effective_storage(self) -> str:
+        """Lambda always uses real AWS, whatever the variable says."""
+        return "aws" if self.in_lambda else self.storage
+
+    @property
+    def effective_llm_provider(self) -> str:
+        if self.llm_provider:
+            return self.llm_provider
+        if self.openai_base_url or self.openai_api_key or self.llm_api_key_secret:
+            return "openai"
+        return "offline"
+
+    def data_token_key(self) -> str:
+        """The local data-token secret; generated once per process when unset."""
+        return self.data_token_secret or _generated_secret()
+
+
+@lru_cache(maxsize=1)
+def _generated_secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, validated once at cold start."""
+    return Settings()

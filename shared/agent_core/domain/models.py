@@ -1,0 +1,141 @@
+"""Chats, messages, tool calls, runs and summaries."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class Role(StrEnum):
+    USER = "USER"
+    ASSISTANT = "ASSISTANT"
+    TOOL = "TOOL"
+    SYSTEM = "SYSTEM"
+
+
+class Kind(StrEnum):
+    NORMAL = "NORMAL"
+    DAILY_SUMMARY = "DAILY_SUMMARY"
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class ToolStatus(StrEnum):
+    OK = "ok"
+    ERROR = "error"
+    DENIED = "denied"
+    TIMEOUT = "timeout"
+
+
+class Model(BaseModel):
+    """Domain models: snake_case in Python, camelCase on the wire (`model_dump(by_alias=True)`)."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", alias_generator=to_camel)
+
+
+class Chat(Model):
+    chat_id: str
+    user_id: str
+    title: str = ""
+    agent_key: str = "main-agent"
+    created_at: int
+    last_activity_at: int
+    message_count: int = 0
+    active_run_id: str | None = None
+    lease_expires_at: int | None = None
+    version: int = 0
+
+
+class ToolCall(Model):
+    """A call the model asked for: id is the model's tool_call_id."""
+
+    id: str
+    name: str
+    arguments: str = ""
+
+
+class Message(Model):
+    id: str
+    chat_id: str
+    role: Role
+    kind: Kind = Kind.NORMAL
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    run_id: str | None = None
+    request_id: str | None = None
+    created_at: int
+
+
+class Usage(Model):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+        )
+
+
+class ToolCallRecord(Model):
+    """What a turn reports about one executed tool call."""
+
+    id: str
+    tool_name: str
+    status: ToolStatus
+    reason: str = ""
+    duration_ms: int = 0
+
+
+class TurnResult(Model):
+    """The stored outcome of a turn: what a retry of the same requestId gets back."""
+
+    request_id: str
+    assistant_message: str = ""
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    finish_reason: str = "stop"
+
+
+class Run(Model):
+    run_id: str
+    chat_id: str
+    user_id: str
+    request_id: str
+    status: RunStatus = RunStatus.RUNNING
+    agent_key: str = "main-agent"
+    agent_version: str = ""
+    model: str = ""
+    usage: Usage = Field(default_factory=Usage)
+    started_at: int
+    ended_at: int | None = None
+    first_token_ms: int | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    result: TurnResult | None = None
+    cancel_requested: bool = False
+
+
+class Summary(Model):
+    """The rolling summary of a chat: covers every message up to `covers_message_id`."""
+
+    chat_id: str
+    content: str
+    covers_message_id: str
+    covered_count: int = 0
+    updated_at: int
+    version: int = 1
+
+
+class Page(Model):
+    items: list[Any]
+    next_cursor: str | None = None

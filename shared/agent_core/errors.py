@@ -1,0 +1,58 @@
+"""Domain errors: one base class with a stable code; the API maps codes to HTTP in one place."""
+
+from __future__ import annotations
+
+
+class AgentError(Exception):
+    """Base of every error the product reports to a caller."""
+
+    code = "internal_error"
+    status = 500
+    type = "server_error"
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        if code:
+            self.code = code
+
+
+class InvalidRequest(AgentError):
+    code = "invalid_request"
+    status = 422
+    type = "invalid_request_error"
+
+
+class PayloadTooLarge(AgentError):
+    code = "message_too_large"
+    status = 413
+    type = "invalid_request_error"
+
+
+class NotFound(AgentError):
+    code = "not_found"
+    status = 404
+    type = "invalid_request_error"
+
+
+class Unauthorized(AgentError):
+    code = "unauthorized"
+    status = 401
+    type = "authentication_error"
+
+
+class Conflict(AgentError):
+    code = "conflict"
+    status = 409
+    type = "invalid_request_error"
+
+
+class RunInProgress(Conflict):
+    code = "run_in_progress"
+
+
+class LlmUnavailable(AgentError):
+    code = "llm_unavailable"
+    status = 502
+    type = "server_error"

@@ -1,0 +1,1 @@
+"""LLM port, adapters and token estimates."""

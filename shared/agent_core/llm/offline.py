@@ -1,0 +1,96 @@
+"""The offline model: deterministic, used when no endpoint is configured; every reply starts with [offline model]."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from agent_core.domain.models import Usage
+from agent_core.llm.base import LlmDelta, LlmRequest, ToolCallFragment
+from agent_core.llm.tokens import estimate_messages, estimate_text
+
+PREFIX = "[offline model]"
+QuickMatcher = Callable[[str, set[str]], list[tuple[str, dict[str, Any]]]]
+_SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
+
+
+def _chunks(text: str) -> list[str]:
+    """Split into word-sized pieces so a reply streams as several deltas."""
+    return re.findall(r"\S+\s*|\s+", text) or [text]
+
+
+def _last_user_index(messages: list[dict[str, Any]]) -> int:
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "user":
+            return i
+    return -1
+
+
+def extractive_summary(text: str, limit: int = 1200) -> str:
+    """First sentence of each line, de-duplicated, capped: a summary without a model."""
+    seen: set[str] = set()
+    picked: list[str] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.endswith(":"):
+            continue
+        first = _SENTENCE.split(line, maxsplit=1)[0][:200]
+        if first not in seen:
+            seen.add(first)
+            picked.append(first)
+    return "\n".join(picked)[:limit]
+
+
+class OfflineLlm:
+    """Calls a tool when a declared tool's quick rule matches; otherwise answers from the transcript."""
+
+    def __init__(self, quick_matcher: QuickMatcher | None = None) -> None:
+        self._quick_matcher = quick_matcher
+
+    async def stream(self, request: LlmRequest) -> AsyncIterator[LlmDelta]:
+        if request.purpose == "summarize":
+            reply = extractive_summary(str(request.messages[-1].get("content") or ""))
+            async for delta in self._text(request, reply or PREFIX):
+                yield delta
+            return
+        messages = request.messages
+        last_user = _last_user_index(messages)
+        question = str(messages[last_user].get("content") or "") if last_user >= 0 else ""
+        results = [m for m in messages[last_user + 1 :] if m.get("role") == "tool"]
+        if results:
+            lines = [f"{PREFIX} Tool results:"] + [str(m.get("content")) for m in results]
+            async for delta in self._text(request, "\n".join(lines)):
+                yield delta
+            return
+        declared = {str(t.get("function", {}).get("name")) for t in request.tools}
+        calls = self._quick_matcher(question, declared) if self._quick_matcher and declared else []
+        if calls:
+            async for delta in self._tool_calls(request, calls):
+                yield delta
+            return
+        async for delta in self._text(request, f"{PREFIX} You said: {question}"):
+            yield delta
+
+    async def _text(self, request: LlmRequest, text: str) -> AsyncIterator[LlmDelta]:
+        for piece in _chunks(text):
+            yield LlmDelta(content=piece)
+        yield LlmDelta(finish_reason="stop")
+        yield LlmDelta(usage=self._usage(request, estimate_text(text)))
+
+    async def _tool_calls(
+        self, request: LlmRequest, calls: list[tuple[str, dict[str, Any]]]
+    ) -> AsyncIterator[LlmDelta]:
+        for index, (name, args) in enumerate(calls):
+            text = json.dumps(args, ensure_ascii=False)
+            half = len(text) // 2
+            yield LlmDelta(tool_calls=[ToolCallFragment(index=index, id=f"call_offline_{index}", name=name)])
+            yield LlmDelta(tool_calls=[ToolCallFragment(index=index, arguments=text[:half])])
+            yield LlmDelta(tool_calls=[ToolCallFragment(index=index, arguments=text[half:])])
+        yield LlmDelta(finish_reason="tool_calls")
+        yield LlmDelta(usage=self._usage(request, 10 * len(calls)))
+
+    @staticmethod
+    def _usage(request: LlmRequest, completion: int) -> Usage:
+        return Usage(prompt_tokens=estimate_messages(request.messages), completion_tokens=completion)

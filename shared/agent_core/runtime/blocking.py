@@ -1,0 +1,27 @@
+"""Blocking endpoints: drive the same run and aggregate its events into the stored result."""
+
+from __future__ import annotations
+
+from agent_core.domain.events import RunError
+from agent_core.domain.models import TurnResult
+from agent_core.errors import AgentError, LlmUnavailable
+from agent_core.runtime.deps import RunDeps
+from agent_core.runtime.loop import TurnRunner
+from agent_core.runtime.turn import TurnRequest, prepare_turn
+
+
+async def run_blocking(deps: RunDeps, request: TurnRequest) -> TurnResult:
+    """Run a turn to its end; a run.error becomes the matching AgentError."""
+    prepared = await prepare_turn(deps, request)
+    if isinstance(prepared, TurnResult):
+        return prepared
+    error: RunError | None = None
+    async for event in TurnRunner(prepared).events():
+        if isinstance(event, RunError):
+            error = event
+    if error is not None:
+        if error.code == LlmUnavailable.code:
+            raise LlmUnavailable(error.message)
+        raise AgentError(error.message, code=error.code)
+    assert prepared.result is not None
+    return prepared.result

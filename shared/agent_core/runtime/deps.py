@@ -1,0 +1,22 @@
+"""What a run needs, passed in explicitly: no globals, no thread-locals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agent_core.config import Settings
+from agent_core.domain.jobs import WorkQueue
+from agent_core.llm.base import LlmClient
+from agent_core.runtime.agents import AgentCatalog
+from agent_core.store.base import Store
+from agent_core.tools.service import ToolService
+
+
+@dataclass
+class RunDeps:
+    settings: Settings
+    store: Store
+    llm: LlmClient
+    tools: ToolService
+    agents: AgentCatalog
+    queue: WorkQueue

@@ -1,0 +1,118 @@
+"""One model step: stream the LLM, turn each delta into events at once, and collect the tool calls."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agent_core.domain.events import (
+    ContentDelta,
+    ContentEnd,
+    ContentStart,
+    Event,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    ToolArgs,
+    ToolEnd,
+    ToolStart,
+)
+from agent_core.domain.models import ToolCall, Usage
+from agent_core.llm.base import LlmDelta, ToolCallFragment
+
+
+@dataclass
+class _PendingCall:
+    id: str
+    name: str
+    arguments: list[str] = field(default_factory=list)
+    chunks: int = 0
+    ended: bool = False
+
+
+@dataclass
+class StepAssembler:
+    """Stateful translation of deltas for one step; ids are unique within the run."""
+
+    step: int
+    tool_type: dict[str, str]
+    content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    calls: dict[int, _PendingCall] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+    _content_open: bool = False
+    _reasoning_open: bool = False
+
+    @property
+    def content_id(self) -> str:
+        return f"m_{self.step}"
+
+    @property
+    def reasoning_id(self) -> str:
+        return f"r_{self.step}"
+
+    def feed(self, delta: LlmDelta) -> list[Event]:
+        events: list[Event] = []
+        if delta.reasoning:
+            if not self._reasoning_open:
+                self._reasoning_open = True
+                events.append(ReasoningStart(reasoning_id=self.reasoning_id))
+            self.reasoning.append(delta.reasoning)
+            events.append(ReasoningDelta(reasoning_id=self.reasoning_id, delta=delta.reasoning))
+        if delta.content:
+            events += self._close_reasoning()
+            if not self._content_open:
+                self._content_open = True
+                events.append(ContentStart(content_id=self.content_id))
+            self.content.append(delta.content)
+            events.append(ContentDelta(content_id=self.content_id, delta=delta.content))
+        for fragment in delta.tool_calls:
+            events += self._fragment(fragment)
+        if delta.finish_reason:
+            self.finish_reason = delta.finish_reason
+        if delta.usage:
+            self.usage = delta.usage
+        return events
+
+    def _fragment(self, fragment: ToolCallFragment) -> list[Event]:
+        events: list[Event] = []
+        call = self.calls.get(fragment.index)
+        if call is None:
+            call_id = fragment.id or f"call_{self.step}_{fragment.index}"
+            call = _PendingCall(id=call_id, name=fragment.name or "")
+            self.calls[fragment.index] = call
+            events.append(
+                ToolStart(tool_id=call.id, tool_name=call.name, tool_type=self.tool_type.get(call.name, "backend"))
+            )
+        elif fragment.name and not call.name:
+            call.name = fragment.name
+        if fragment.arguments:
+            call.arguments.append(fragment.arguments)
+            events.append(ToolArgs(tool_id=call.id, delta=fragment.arguments, chunk_index=call.chunks))
+            call.chunks += 1
+        return events
+
+    def _close_reasoning(self) -> list[Event]:
+        if not self._reasoning_open:
+            return []
+        self._reasoning_open = False
+        return [ReasoningEnd(reasoning_id=self.reasoning_id)]
+
+    def finish(self) -> list[Event]:
+        """Close open blocks; tool.end for every call not yet ended, in index order."""
+        events = self._close_reasoning()
+        if self._content_open:
+            self._content_open = False
+            events.append(ContentEnd(content_id=self.content_id))
+        for index in sorted(self.calls):
+            call = self.calls[index]
+            if not call.ended:
+                call.ended = True
+                events.append(ToolEnd(tool_id=call.id))
+        return events
+
+    def tool_calls(self) -> list[ToolCall]:
+        return [ToolCall(id=c.id, name=c.name, arguments="".join(c.arguments)) for _, c in sorted(self.calls.items())]
+
+    def text(self) -> str:
+        return "".join(self.content)

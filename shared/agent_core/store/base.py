@@ -1,0 +1,76 @@
+"""The Store port: chats, messages, runs and summaries, with ownership checked on every read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from agent_core.domain.models import Chat, Message, Run, Summary
+
+
+@dataclass
+class ChatPage:
+    items: list[Chat]
+    next_cursor: str | None
+
+
+@dataclass
+class MessagePage:
+    items: list[Message]
+    next_cursor: str | None
+
+
+@dataclass
+class TurnContext:
+    """What a turn reads before calling the model: the chat and its rolling summary (one read)."""
+
+    chat: Chat
+    summary: Summary | None
+
+
+@dataclass
+class RecentMessages:
+    """The newest uncovered messages (oldest first); `truncated` when more exist than were read."""
+
+    items: list[Message]
+    truncated: bool
+
+
+class DuplicateRequest(Exception):
+    """The requestId was seen before in this chat; `run` is the run that handled it."""
+
+    def __init__(self, run: Run) -> None:
+        super().__init__(f"request {run.request_id} already handled by run {run.run_id}")
+        self.run = run
+
+
+class Store(Protocol):
+    """Async persistence for the agent. Reads of user-owned objects take the caller's userId."""
+
+    async def create_chat(self, chat: Chat) -> Chat: ...
+
+    async def get_chat(self, chat_id: str, user_id: str) -> Chat | None: ...
+
+    async def list_chats(self, user_id: str, limit: int, cursor: str | None) -> ChatPage: ...
+
+    async def delete_chat(self, chat_id: str, user_id: str) -> bool: ...
+
+    async def load_turn_context(self, chat_id: str, user_id: str) -> TurnContext | None: ...
+
+    async def list_messages(self, chat_id: str, user_id: str, limit: int, cursor: str | None) -> MessagePage: ...
+
+    async def recent_messages(self, chat_id: str, after_id: str | None, limit: int) -> RecentMessages: ...
+
+    async def messages_between(self, chat_id: str, after_id: str | None, upto_id: str | None) -> list[Message]: ...
+
+    async def begin_turn(self, chat: Chat, run: Run, user_message: Message, lease_ms: int) -> None: ...
+
+    async def restart_turn(self, chat: Chat, previous: Run, run: Run, lease_ms: int) -> None: ...
+
+    async def finish_turn(self, run: Run, messages: list[Message], activity_at: int) -> None: ...
+
+    async def get_run(self, chat_id: str, run_id: str) -> Run | None: ...
+
+    async def get_summary(self, chat_id: str) -> Summary | None: ...
+
+    async def replace_summary(self, summary: Summary, expected_version: int | None) -> bool: ...

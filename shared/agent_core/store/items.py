@@ -1,0 +1,184 @@
+"""Mapping between domain models and table items (keys and attribute names in one place)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agent_core.domain.models import Chat, Message, Run, Summary, ToolCall, TurnResult, Usage
+from agent_core.store.schema import GSI1, PK, SK
+from agent_core.store.table import Item, Key
+
+META = "META"
+SUMMARY = "SUMMARY"
+MSG_PREFIX = "MSG#"
+MSG_END = "MSG#~"  # sorts after every message id and MSG#DAY# keys
+
+
+def chat_pk(chat_id: str) -> str:
+    return f"CHAT#{chat_id}"
+
+
+def meta_key(chat_id: str) -> Key:
+    return {PK: chat_pk(chat_id), SK: META}
+
+
+def summary_key(chat_id: str) -> Key:
+    return {PK: chat_pk(chat_id), SK: SUMMARY}
+
+
+def run_key(chat_id: str, run_id: str) -> Key:
+    return {PK: chat_pk(chat_id), SK: f"RUN#{run_id}"}
+
+
+def request_key(chat_id: str, request_id: str) -> Key:
+    return {PK: chat_pk(chat_id), SK: f"REQ#{request_id}"}
+
+
+def message_sk(message_id: str) -> str:
+    return f"{MSG_PREFIX}{message_id}"
+
+
+def user_chats_pk(user_id: str) -> str:
+    return f"USER#{user_id}"
+
+
+def activity_sk(last_activity_at: int, chat_id: str) -> str:
+    return f"{last_activity_at:015d}#{chat_id}"
+
+
+def chat_to_item(chat: Chat) -> Item:
+    return {
+        **meta_key(chat.chat_id),
+        "chatId": chat.chat_id,
+        "userId": chat.user_id,
+        "title": chat.title,
+        "agentKey": chat.agent_key,
+        "createdAt": chat.created_at,
+        "lastActivityAt": chat.last_activity_at,
+        "messageCount": chat.message_count,
+        "version": chat.version,
+        GSI1.pk: user_chats_pk(chat.user_id),
+        GSI1.sk: activity_sk(chat.last_activity_at, chat.chat_id),
+    }
+
+
+def chat_from_item(item: Item) -> Chat:
+    return Chat(
+        chat_id=item["chatId"],
+        user_id=item["userId"],
+        title=item.get("title", ""),
+        agent_key=item.get("agentKey", "main-agent"),
+        created_at=item["createdAt"],
+        last_activity_at=item["lastActivityAt"],
+        message_count=item.get("messageCount", 0),
+        active_run_id=item.get("activeRunId"),
+        lease_expires_at=item.get("leaseExpiresAt"),
+        version=item.get("version", 0),
+    )
+
+
+def message_to_item(message: Message) -> Item:
+    item: Item = {
+        PK: chat_pk(message.chat_id),
+        SK: message_sk(message.id),
+        "id": message.id,
+        "role": message.role.value,
+        "kind": message.kind.value,
+        "content": message.content,
+        "createdAt": message.created_at,
+    }
+    if message.tool_calls:
+        item["toolCalls"] = json.dumps([c.model_dump() for c in message.tool_calls], ensure_ascii=False)
+    optional = {
+        "toolCallId": message.tool_call_id,
+        "toolName": message.tool_name,
+        "runId": message.run_id,
+        "requestId": message.request_id,
+    }
+    item.update({k: v for k, v in optional.items() if v is not None})
+    return item
+
+
+def message_from_item(item: Item) -> Message:
+    calls = json.loads(item["toolCalls"]) if item.get("toolCalls") else []
+    return Message(
+        id=item["id"],
+        chat_id=item[PK].removeprefix("CHAT#"),
+        role=item["role"],
+        kind=item.get("kind", "NORMAL"),
+        content=item.get("content", ""),
+        tool_calls=[ToolCall(**c) for c in calls],
+        tool_call_id=item.get("toolCallId"),
+        tool_name=item.get("toolName"),
+        run_id=item.get("runId"),
+        request_id=item.get("requestId"),
+        created_at=item["createdAt"],
+    )
+
+
+def run_to_item(run: Run) -> Item:
+    item: Item = {
+        **run_key(run.chat_id, run.run_id),
+        "runId": run.run_id,
+        "userId": run.user_id,
+        "requestId": run.request_id,
+        "status": run.status.value,
+        "agentKey": run.agent_key,
+        "agentVersion": run.agent_version,
+        "model": run.model,
+        "usage": run.usage.model_dump_json(),
+        "startedAt": run.started_at,
+    }
+    optional: dict[str, Any] = {
+        "endedAt": run.ended_at,
+        "firstTokenMs": run.first_token_ms,
+        "errorCode": run.error_code,
+        "errorMessage": run.error_message,
+        "result": run.result.model_dump_json() if run.result else None,
+    }
+    item.update({k: v for k, v in optional.items() if v is not None})
+    return item
+
+
+def run_from_item(item: Item) -> Run:
+    return Run(
+        run_id=item["runId"],
+        chat_id=item[PK].removeprefix("CHAT#"),
+        user_id=item["userId"],
+        request_id=item["requestId"],
+        status=item["status"],
+        agent_key=item.get("agentKey", "main-agent"),
+        agent_version=item.get("agentVersion", ""),
+        model=item.get("model", ""),
+        usage=Usage.model_validate_json(item["usage"]) if item.get("usage") else Usage(),
+        started_at=item["startedAt"],
+        ended_at=item.get("endedAt"),
+        first_token_ms=item.get("firstTokenMs"),
+        error_code=item.get("errorCode"),
+        error_message=item.get("errorMessage"),
+        result=TurnResult.model_validate_json(item["result"]) if item.get("result") else None,
+        cancel_requested=bool(item.get("cancelRequested", False)),
+    )
+
+
+def summary_to_item(summary: Summary) -> Item:
+    return {
+        **summary_key(summary.chat_id),
+        "content": summary.content,
+        "coversMessageId": summary.covers_message_id,
+        "coveredCount": summary.covered_count,
+        "updatedAt": summary.updated_at,
+        "version": summary.version,
+    }
+
+
+def summary_from_item(item: Item) -> Summary:
+    return Summary(
+        chat_id=item[PK].removeprefix("CHAT#"),
+        content=item["content"],
+        covers_message_id=item["coversMessageId"],
+        covered_count=item.get("coveredCount", 0),
+        updated_at=item["updatedAt"],
+        version=item.get("version", 1),
+    )

@@ -1,0 +1,49 @@
+"""The one table's key schema, indexes and TTL attribute: used by the code, the local bootstrap and CDK."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+PK = "pk"
+SK = "sk"
+TTL_ATTRIBUTE = "expiresAt"
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    name: str
+    pk: str
+    sk: str
+
+
+# gsi1: a user's chats by last activity (pk USER#{userId}, sk the zero-padded activity millis).
+GSI1 = IndexSpec(name="gsi1", pk="gsi1pk", sk="gsi1sk")
+INDEXES: tuple[IndexSpec, ...] = (GSI1,)
+
+
+def create_table_kwargs(table_name: str) -> dict[str, Any]:
+    """The boto3 `create_table` arguments for the table (on-demand)."""
+    attrs = {PK, SK}
+    for index in INDEXES:
+        attrs.update({index.pk, index.sk})
+    return {
+        "TableName": table_name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": [
+            {"AttributeName": PK, "KeyType": "HASH"},
+            {"AttributeName": SK, "KeyType": "RANGE"},
+        ],
+        "AttributeDefinitions": [{"AttributeName": a, "AttributeType": "S"} for a in sorted(attrs)],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": index.name,
+                "KeySchema": [
+                    {"AttributeName": index.pk, "KeyType": "HASH"},
+                    {"AttributeName": index.sk, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+            for index in INDEXES
+        ],
+    }

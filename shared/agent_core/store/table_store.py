@@ -1,0 +1,215 @@
+"""TableStore: every Store operation, written once on the Table port (DynamoDB or in-memory)."""
+
+from __future__ import annotations
+
+from agent_core.domain.models import Chat, Message, Run, Summary
+from agent_core.errors import InvalidRequest, RunInProgress
+from agent_core.store import items as it
+from agent_core.store.base import ChatPage, DuplicateRequest, MessagePage, RecentMessages, TurnContext
+from agent_core.store.cursor import decode_cursor, encode_cursor
+from agent_core.store.schema import GSI1, PK, SK
+from agent_core.store.table import (
+    Condition,
+    ConditionFailed,
+    Item,
+    Put,
+    SkRange,
+    Table,
+    TransactionFailed,
+    Update,
+    UpdateOp,
+    WriteOp,
+    eq,
+    exists,
+    lt,
+    not_exists,
+)
+
+_TRANSACT_LIMIT = 100
+_MESSAGES = SkRange(begins_with=it.MSG_PREFIX)
+
+
+def _checked_cursor(cursor: str | None, attr: str, expected: str) -> Item | None:
+    start = decode_cursor(cursor)
+    if start is not None and start.get(attr) != expected:
+        raise InvalidRequest("cursor does not belong to this listing", param="cursor")
+    return start
+
+
+class TableStore:
+    """The Store port over one table."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    async def create_chat(self, chat: Chat) -> Chat:
+        await self.table.put(it.chat_to_item(chat), Condition.of(not_exists(PK)))
+        return chat
+
+    async def get_chat(self, chat_id: str, user_id: str) -> Chat | None:
+        item = await self.table.get(it.meta_key(chat_id))
+        if item is None or item.get("userId") != user_id:
+            return None
+        return it.chat_from_item(item)
+
+    async def list_chats(self, user_id: str, limit: int, cursor: str | None) -> ChatPage:
+        pk = it.user_chats_pk(user_id)
+        page = await self.table.query(
+            pk,
+            index=GSI1.name,
+            forward=False,
+            limit=limit,
+            start_key=_checked_cursor(cursor, GSI1.pk, pk),
+        )
+        return ChatPage([it.chat_from_item(i) for i in page.items], encode_cursor(page.last_key))
+
+    async def delete_chat(self, chat_id: str, user_id: str) -> bool:
+        if await self.get_chat(chat_id, user_id) is None:
+            return False
+        pk = it.chat_pk(chat_id)
+        keys: list[dict[str, str]] = []
+        start: Item | None = None
+        while True:
+            page = await self.table.query(pk, start_key=start, limit=500)
+            keys.extend({PK: i[PK], SK: i[SK]} for i in page.items if i[SK] != it.META)
+            if page.last_key is None:
+                break
+            start = page.last_key
+        # Children first, META last: a crash half-way leaves a listed chat, never orphans without one.
+        await self.table.batch_delete(keys)
+        await self.table.delete(it.meta_key(chat_id))
+        return True
+
+    async def load_turn_context(self, chat_id: str, user_id: str) -> TurnContext | None:
+        found = await self.table.batch_get([it.meta_key(chat_id), it.summary_key(chat_id)])
+        by_sk = {i[SK]: i for i in found}
+        meta = by_sk.get(it.META)
+        if meta is None or meta.get("userId") != user_id:
+            return None
+        summary = by_sk.get(it.SUMMARY)
+        return TurnContext(
+            chat=it.chat_from_item(meta),
+            summary=it.summary_from_item(summary) if summary else None,
+        )
+
+    async def list_messages(self, chat_id: str, user_id: str, limit: int, cursor: str | None) -> MessagePage:
+        pk = it.chat_pk(chat_id)
+        start = _checked_cursor(cursor, PK, pk)
+        page = await self.table.query(pk, _MESSAGES, limit=limit, start_key=start)
+        return MessagePage([it.message_from_item(i) for i in page.items], encode_cursor(page.last_key))
+
+    async def recent_messages(self, chat_id: str, after_id: str | None, limit: int) -> RecentMessages:
+        low = it.message_sk(after_id) if after_id else it.MSG_PREFIX
+        page = await self.table.query(
+            it.chat_pk(chat_id), SkRange(low=low, high=it.MSG_END), forward=False, limit=limit
+        )
+        messages = [it.message_from_item(i) for i in page.items if i[SK] != low]
+        messages.reverse()
+        return RecentMessages(items=messages, truncated=page.last_key is not None)
+
+    async def messages_between(self, chat_id: str, after_id: str | None, upto_id: str | None) -> list[Message]:
+        low = it.message_sk(after_id) if after_id else it.MSG_PREFIX
+        high = it.message_sk(upto_id) if upto_id else it.MSG_END
+        found: list[Message] = []
+        start: Item | None = None
+        while True:
+            page = await self.table.query(it.chat_pk(chat_id), SkRange(low=low, high=high), start_key=start, limit=500)
+            found.extend(it.message_from_item(i) for i in page.items if i[SK] != low)
+            if page.last_key is None:
+                return found
+            start = page.last_key
+
+    def _lease_op(self, chat: Chat, run: Run, lease_ms: int, add_messages: int) -> UpdateOp:
+        free = Condition.of(exists(PK)).any_of(not_exists("activeRunId"), lt("leaseExpiresAt", run.started_at))
+        return UpdateOp(
+            it.meta_key(chat.chat_id),
+            Update(
+                set={"activeRunId": run.run_id, "leaseExpiresAt": run.started_at + lease_ms},
+                add={"messageCount": add_messages} if add_messages else {},
+            ),
+            free,
+        )
+
+    async def begin_turn(self, chat: Chat, run: Run, user_message: Message, lease_ms: int) -> None:
+        ops: list[WriteOp] = [
+            Put(
+                {**it.request_key(chat.chat_id, run.request_id), "runId": run.run_id},
+                Condition.of(not_exists(PK)),
+            ),
+            self._lease_op(chat, run, lease_ms, add_messages=1),
+            Put(it.message_to_item(user_message), Condition.of(not_exists(PK))),
+            Put(it.run_to_item(run), Condition.of(not_exists(PK))),
+        ]
+        try:
+            await self.table.transact(ops)
+        except TransactionFailed as failed:
+            if failed.reasons and failed.reasons[0]:
+                previous = await self._run_for_request(chat.chat_id, run.request_id)
+                if previous is not None:
+                    raise DuplicateRequest(previous) from failed
+            raise RunInProgress("another turn is running in this conversation") from failed
+
+    async def restart_turn(self, chat: Chat, previous: Run, run: Run, lease_ms: int) -> None:
+        ops: list[WriteOp] = [
+            UpdateOp(
+                it.request_key(chat.chat_id, run.request_id),
+                Update(set={"runId": run.run_id}),
+                Condition.of(eq("runId", previous.run_id)),
+            ),
+            self._lease_op(chat, run, lease_ms, add_messages=0),
+            Put(it.run_to_item(run), Condition.of(not_exists(PK))),
+        ]
+        try:
+            await self.table.transact(ops)
+        except TransactionFailed as failed:
+            raise RunInProgress("another turn is running in this conversation") from failed
+
+    async def _run_for_request(self, chat_id: str, request_id: str) -> Run | None:
+        marker = await self.table.get(it.request_key(chat_id, request_id))
+        return await self.get_run(chat_id, marker["runId"]) if marker else None
+
+    async def finish_turn(self, run: Run, messages: list[Message], activity_at: int) -> None:
+        puts: list[WriteOp] = [Put(it.message_to_item(m), Condition.of(not_exists(PK))) for m in messages]
+        run_put = Put(it.run_to_item(run))
+        meta_set = {
+            "lastActivityAt": activity_at,
+            GSI1.sk: it.activity_sk(activity_at, run.chat_id),
+        }
+        count = {"messageCount": len(messages)} if messages else {}
+        release = UpdateOp(
+            it.meta_key(run.chat_id),
+            Update(set=meta_set, add=count, remove=("activeRunId", "leaseExpiresAt")),
+            Condition.of(eq("activeRunId", run.run_id)),
+        )
+        # Very long turns overflow one transaction: earlier messages go first, the rest commit with the run.
+        room = _TRANSACT_LIMIT - 2
+        while len(puts) > room:
+            await self.table.transact(puts[:room])
+            puts = puts[room:]
+        try:
+            await self.table.transact([*puts, run_put, release])
+        except TransactionFailed as failed:
+            if failed.reasons[-1] is None:
+                raise
+            # The lease expired and another turn took it: keep our messages, leave its lease alone.
+            keep_lease = UpdateOp(it.meta_key(run.chat_id), Update(set=meta_set, add=count))
+            await self.table.transact([*puts, run_put, keep_lease])
+
+    async def get_run(self, chat_id: str, run_id: str) -> Run | None:
+        item = await self.table.get(it.run_key(chat_id, run_id))
+        return it.run_from_item(item) if item else None
+
+    async def get_summary(self, chat_id: str) -> Summary | None:
+        item = await self.table.get(it.summary_key(chat_id))
+        return it.summary_from_item(item) if item else None
+
+    async def replace_summary(self, summary: Summary, expected_version: int | None) -> bool:
+        """Atomically replace the one SUMMARY item; False when another compaction won the race."""
+        condition = (
+            Condition.of(not_exists(PK)) if expected_version is None else Condition.of(eq("version", expected_version))
+        )
+        try:
+            await self.table.put(it.summary_to_item(summary), condition)
+        except ConditionFailed:
+            return False
+        return True

@@ -1,0 +1,1 @@
+"""Tools: registry, governance, built-ins."""

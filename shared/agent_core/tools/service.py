@@ -1,0 +1,127 @@
+"""ToolService: governance around every tool call, in ARCHITECTURE.md's order, with one audit line each."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from pydantic import ValidationError
+
+from agent_core.config import Settings
+from agent_core.domain.models import ToolCall, ToolStatus
+from agent_core.observability import NAMESPACE, logger, write_audit_line
+from agent_core.tools.base import Tool, ToolContext, ToolFailure
+from agent_core.tools.registry import ToolRegistry
+
+AuditSink = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class ToolExecution:
+    """The governed outcome of one call: what the model sees and what the audit records."""
+
+    call: ToolCall
+    status: ToolStatus
+    reason: str = ""
+    output: Any = None
+    message: str = ""
+    duration_ms: int = 0
+    tool_kind: str = "backend"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def model_content(self) -> str:
+        """The TOOL message content: the output, or an error object naming status and reason."""
+        if self.status == ToolStatus.OK:
+            return self.output if isinstance(self.output, str) else json.dumps(self.output, ensure_ascii=False)
+        error = {"status": self.status.value, "reason": self.reason, "message": self.message or self.reason}
+        return json.dumps({"error": error}, ensure_ascii=False)
+
+    def result_payload(self) -> Any:
+        """The `result` of a tool.result event."""
+        if self.status == ToolStatus.OK:
+            return self.output
+        return {"error": self.message or self.reason}
+
+
+def _granted(required: frozenset[str], granted: list[str]) -> bool:
+    return "*" in granted or required <= set(granted)
+
+
+def _count_metric(status: str) -> None:
+    try:
+        with single_metric(name="ToolCalls", unit=MetricUnit.Count, value=1, namespace=NAMESPACE) as metric:
+            metric.add_dimension(name="status", value=status)
+    except Exception as exc:  # metrics must never break a tool call
+        logger.warning("metric emit failed", extra={"error": str(exc)})
+
+
+class ToolService:
+    def __init__(self, registry: ToolRegistry, settings: Settings, audit: AuditSink | None = None) -> None:
+        self.registry = registry
+        self.settings = settings
+        self._audit = audit or write_audit_line
+
+    async def execute(self, call: ToolCall, ctx: ToolContext) -> ToolExecution:
+        started = time.perf_counter()
+        tool = self.registry.get(call.name)
+        execution = await self._governed(call, tool, ctx)
+        execution.duration_ms = int((time.perf_counter() - started) * 1000)
+        if tool is not None:
+            execution.tool_kind = tool.kind
+        self._record(execution, ctx)
+        return execution
+
+    async def _governed(self, call: ToolCall, tool: Tool | None, ctx: ToolContext) -> ToolExecution:
+        s = self.settings
+        if tool is None:
+            return ToolExecution(call, ToolStatus.ERROR, "not_registered", message=f"no tool named {call.name!r}")
+        if "*" not in s.tools_allowed and tool.name not in s.tools_allowed:
+            return ToolExecution(call, ToolStatus.DENIED, "not_allowed", message=f"{tool.name} is not allowed")
+        if not _granted(tool.permissions, s.permissions_granted):
+            missing = sorted(tool.permissions - set(s.permissions_granted))
+            return ToolExecution(call, ToolStatus.DENIED, "missing_permission", message=f"requires {missing}")
+        raw = call.arguments or "{}"
+        if len(raw.encode("utf-8")) > s.tool_max_input_bytes:
+            return ToolExecution(call, ToolStatus.ERROR, "input_too_large", message="arguments exceed the input limit")
+        try:
+            args = tool.args_model.model_validate(json.loads(raw))
+        except (ValueError, ValidationError) as exc:
+            return ToolExecution(call, ToolStatus.ERROR, "invalid_arguments", message=str(exc)[:500])
+        timeout_ms = tool.timeout_ms or s.tool_timeout_ms
+        try:
+            async with asyncio.timeout(timeout_ms / 1000):
+                output = await tool.run(args, ctx)
+        except TimeoutError:
+            return ToolExecution(call, ToolStatus.TIMEOUT, "timeout", message=f"no result within {timeout_ms} ms")
+        except ToolFailure as failure:
+            return ToolExecution(call, ToolStatus(failure.status), failure.reason, message=failure.message)
+        except Exception as exc:
+            logger.exception("tool raised", extra={"toolName": tool.name})
+            return ToolExecution(call, ToolStatus.ERROR, "tool_error", message=type(exc).__name__)
+        try:
+            encoded = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return ToolExecution(call, ToolStatus.ERROR, "tool_error", message="result is not JSON")
+        if len(encoded.encode("utf-8")) > s.tool_max_output_bytes:
+            return ToolExecution(call, ToolStatus.ERROR, "output_too_large", message="result exceeds the output limit")
+        return ToolExecution(call, ToolStatus.OK, "", output=output)
+
+    def _record(self, execution: ToolExecution, ctx: ToolContext) -> None:
+        self._audit(
+            {
+                "requestId": ctx.request_id,
+                "conversationId": ctx.conversation_id,
+                "toolName": execution.call.name,
+                "toolCallId": execution.call.id,
+                "status": execution.status.value,
+                "reason": execution.reason,
+                "durationMs": execution.duration_ms,
+            }
+        )
+        if execution.status != ToolStatus.OK:
+            _count_metric(execution.status.value)
