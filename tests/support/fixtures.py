@@ -3,10 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from agent_core.config import Settings
+from agent_core.context import AppContext, build_context
+from agent_core.store.dynamodb import DynamoTable
+from agent_core.store.embedded import ensure_resources
+from agent_core.store.memory import MemoryTable
+from agent_core.store.table import Table
 from tests.support.openai_stub import OpenAiStub
+
+
+def make_settings(**overrides: Any) -> Settings:
+    """Settings from explicit values only (environment variables of the machine do not leak in)."""
+    base: dict[str, Any] = {"AGENT_STORAGE": "memory", "AGENT_LLM_PROVIDER": "offline"}
+    base.update(overrides)
+    return Settings(_env_file=None, **base)  # type: ignore[call-arg]
 
 
 @pytest.fixture
@@ -14,3 +28,52 @@ def openai_stub() -> Iterator[OpenAiStub]:
     """A started loopback OpenAI-compatible stub server, stopped after the test."""
     with OpenAiStub() as stub:
         yield stub
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """moto's in-process AWS with fake credentials; nothing leaves the machine."""
+    from moto import mock_aws
+
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def moto_table(aws_env: None) -> DynamoTable:
+    """A real DynamoDB table shape on moto, created from the one schema definition."""
+    import boto3
+
+    settings = make_settings()
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    ensure_resources(settings, client, boto3.client("s3", region_name="us-east-1"))
+    return DynamoTable(settings.table_name, lambda: client)
+
+
+@pytest.fixture(params=["memory", "moto"])
+def any_table(request: pytest.FixtureRequest) -> Table:
+    """Each test using this runs on the in-memory table and on moto: one behaviour for both."""
+    if request.param == "memory":
+        return MemoryTable()
+    table: Table = request.getfixturevalue("moto_table")
+    return table
+
+
+@pytest.fixture
+def audit_lines() -> list[dict[str, Any]]:
+    return []
+
+
+@pytest.fixture
+def ctx(audit_lines: list[dict[str, Any]]) -> AppContext:
+    """An app context on the in-memory table with the offline model."""
+    return build_context(make_settings(AGENT_STORAGE="memory"), table=MemoryTable(), audit=audit_lines.append)
