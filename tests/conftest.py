@@ -1,8 +1,8 @@
 """Fixtures for every test: see tests/support/fixtures.py."""
 
 from tests.support.fixtures import (  # noqa: F401
-    audit_lines,
     any_table,
+    audit_lines,
     aws_env,
     ctx,
     moto_table,

@@ -15,9 +15,9 @@ def _banner(settings: Settings, host: str, port: int) -> str:
         f"agent-core listening on {base}  (storage: {settings.effective_storage}, llm: {llm}, model: {settings.model})\n"
         f"Try:\n"
         f"  id=$(curl -s -X POST {base}/api/v1/conversations -H 'content-type: application/json' "
-        f"-d '{{\"title\":\"demo\"}}' | python3 -c 'import sys,json;print(json.load(sys.stdin)[\"conversationId\"])')\n"
+        f'-d \'{{"title":"demo"}}\' | python3 -c \'import sys,json;print(json.load(sys.stdin)["conversationId"])\')\n'
         f"  curl -s -X POST {base}/api/v1/conversations/$id/chat -H 'content-type: application/json' "
-        f"-d '{{\"message\":\"what time is it in Tokyo?\"}}'\n"
+        f'-d \'{{"message":"what time is it in Tokyo?"}}\'\n'
     )
 
 

@@ -131,7 +131,9 @@ async def test_request_id_retry_returns_the_stored_result_and_writes_nothing_twi
     cid = await _conversation(client)
     first = await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "hi", "requestId": "r-1"})
     again = await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "hi", "requestId": "r-1"})
-    header = await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "hi"}, headers={"X-Request-Id": "r-1"})
+    header = await client.post(
+        f"/api/v1/conversations/{cid}/chat", json={"message": "hi"}, headers={"X-Request-Id": "r-1"}
+    )
     assert first.status_code == again.status_code == header.status_code == 200
     assert first.json() == again.json() == header.json()
     assert first.json()["requestId"] == "r-1"
