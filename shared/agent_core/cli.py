@@ -10,9 +10,9 @@ from agent_core.config import Settings, get_settings
 
 def _banner(settings: Settings, host: str, port: int) -> str:
     base = f"http://{host}:{port}"
-    llm = settings.effective_llm_provider
+    llm, storage = settings.effective_llm_provider, settings.effective_storage
     return (
-        f"agent-core listening on {base}  (storage: {settings.effective_storage}, llm: {llm}, model: {settings.model})\n"
+        f"agent-core listening on {base}  (storage: {storage}, llm: {llm}, model: {settings.model})\n"
         f"Try:\n"
         f"  id=$(curl -s -X POST {base}/api/v1/conversations -H 'content-type: application/json' "
         f'-d \'{{"title":"demo"}}\' | python3 -c \'import sys,json;print(json.load(sys.stdin)["conversationId"])\')\n'

@@ -79,18 +79,18 @@ async def _run(name: str, arguments: str, **settings: Any) -> tuple[Any, dict[st
 
 
 async def test_unregistered_tool_is_an_error_result() -> None:
-    execution, line = await _run("nope", "{}")
+    execution, _line = await _run("nope", "{}")
     assert (execution.status, execution.reason) == (ToolStatus.ERROR, "not_registered")
     assert json.loads(execution.model_content())["error"]["reason"] == "not_registered"
 
 
 async def test_tool_outside_the_allow_list_is_denied() -> None:
-    execution, line = await _run("echo", '{"text": "hi"}', AGENT_TOOLS_ALLOWED="time,http_get")
+    _execution, line = await _run("echo", '{"text": "hi"}', AGENT_TOOLS_ALLOWED="time,http_get")
     assert (line["status"], line["reason"]) == ("denied", "not_allowed")
 
 
 async def test_missing_permission_is_denied() -> None:
-    execution, line = await _run("echo", '{"text": "hi"}', AGENT_PERMISSIONS_GRANTED="net:http")
+    _execution, line = await _run("echo", '{"text": "hi"}', AGENT_PERMISSIONS_GRANTED="net:http")
     assert (line["status"], line["reason"]) == ("denied", "missing_permission")
 
 
@@ -101,18 +101,18 @@ async def test_granted_permission_runs() -> None:
 
 
 async def test_input_over_the_limit_is_refused_before_running() -> None:
-    execution, line = await _run("echo", json.dumps({"text": "x" * 100}), AGENT_TOOL_MAX_INPUT_BYTES="50")
+    _execution, line = await _run("echo", json.dumps({"text": "x" * 100}), AGENT_TOOL_MAX_INPUT_BYTES="50")
     assert (line["status"], line["reason"]) == ("error", "input_too_large")
 
 
 @pytest.mark.parametrize("arguments", ['{"text": ', '{"other": 1}', "[1, 2]"])
 async def test_invalid_argument_json_is_an_error_result(arguments: str) -> None:
-    execution, line = await _run("echo", arguments)
+    _execution, line = await _run("echo", arguments)
     assert (line["status"], line["reason"]) == ("error", "invalid_arguments")
 
 
 async def test_slow_tool_times_out() -> None:
-    execution, line = await _run("slow", '{"text": "x"}')
+    _execution, line = await _run("slow", '{"text": "x"}')
     assert (line["status"], line["reason"]) == ("timeout", "timeout")
 
 
