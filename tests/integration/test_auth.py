@@ -1,0 +1,107 @@
+"""Identity per AGENT_AUTH_MODE: none (header / bearer / local-user), iam (request context), jwt (gateway claims or JWKS)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from fastapi import FastAPI, Request
+from starlette.testclient import TestClient
+
+from agent_core.api.auth import LOCAL_USER, resolve_user
+from agent_core.api.errors import install_error_handlers
+from tests.support.fixtures import make_settings
+
+ISSUER = "https://issuer.example"
+AUDIENCE = "agent-core"
+
+
+def _app(event: dict[str, Any] | None = None, **settings: Any) -> TestClient:
+    app = FastAPI()
+    install_error_handlers(app)
+    configured = make_settings(**settings)
+
+    @app.get("/whoami")
+    async def whoami(request: Request) -> dict[str, str]:
+        if event is not None:
+            request.scope["aws.event"] = event
+        return {"user": resolve_user(request, configured)}
+
+    return TestClient(app)
+
+
+def test_none_mode_prefers_x_user_id_then_bearer_then_local_user() -> None:
+    client = _app()
+    assert client.get("/whoami", headers={"X-User-Id": "u1", "Authorization": "Bearer t"}).json() == {"user": "u1"}
+    assert client.get("/whoami", headers={"Authorization": "Bearer sk-abc"}).json() == {"user": "sk-abc"}
+    assert client.get("/whoami").json() == {"user": LOCAL_USER}
+
+
+def test_iam_mode_uses_the_callers_principal_and_refuses_without_one() -> None:
+    event = {"requestContext": {"identity": {"userArn": "arn:aws:iam::123456789012:user/ops"}}}
+    assert _app(event, AGENT_AUTH_MODE="iam").get("/whoami").json() == {"user": "arn:aws:iam::123456789012:user/ops"}
+    v2 = {"requestContext": {"authorizer": {"iam": {"userArn": "arn:aws:sts::1:assumed-role/r/s"}}}}
+    assert _app(v2, AGENT_AUTH_MODE="iam").get("/whoami").json() == {"user": "arn:aws:sts::1:assumed-role/r/s"}
+    refused = _app({}, AGENT_AUTH_MODE="iam").get("/whoami", headers={"X-User-Id": "spoof"})
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
+
+
+def test_jwt_mode_trusts_claims_api_gateway_verified() -> None:
+    rest = {"requestContext": {"authorizer": {"claims": {"sub": "user-rest"}}}}
+    http = {"requestContext": {"authorizer": {"jwt": {"claims": {"sub": "user-http"}}}}}
+    assert _app(rest, AGENT_AUTH_MODE="jwt").get("/whoami").json() == {"user": "user-rest"}
+    assert _app(http, AGENT_AUTH_MODE="jwt").get("/whoami").json() == {"user": "user-http"}
+
+
+@pytest.fixture(scope="module")
+def jwks() -> Iterator[tuple[str, Any]]:
+    """A loopback JWKS endpoint serving one RSA public key."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    body = json.dumps({"keys": [{**public, "kid": "k1", "use": "sig", "alg": "RS256"}]}).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/.well-known/jwks.json", key
+    server.shutdown()
+
+
+def _token(key: Any, **claims: Any) -> str:
+    payload = {"sub": "user-jwt", "iss": ISSUER, "aud": AUDIENCE, "exp": int(time.time()) + 300, **claims}
+    return jwt.encode(payload, key, algorithm="RS256", headers={"kid": "k1"})
+
+
+def test_jwt_mode_verifies_bearer_tokens_against_the_jwks(jwks: tuple[str, Any]) -> None:
+    url, key = jwks
+    client = _app(
+        {}, AGENT_AUTH_MODE="jwt", AGENT_JWT_JWKS_URL=url, AGENT_JWT_ISSUER=ISSUER, AGENT_JWT_AUDIENCE=AUDIENCE
+    )
+    ok = client.get("/whoami", headers={"Authorization": f"Bearer {_token(key)}"})
+    assert ok.json() == {"user": "user-jwt"}
+    for bad in (
+        _token(key, aud="someone-else"),
+        _token(key, iss="https://evil.example"),
+        _token(key, exp=int(time.time()) - 60),
+        _token(rsa.generate_private_key(public_exponent=65537, key_size=2048)),
+    ):
+        refused = client.get("/whoami", headers={"Authorization": f"Bearer {bad}"})
+        assert refused.status_code == 401, bad
+    assert client.get("/whoami").status_code == 401
