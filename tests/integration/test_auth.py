@@ -1,4 +1,4 @@
-"""Identity per AGENT_AUTH_MODE: none (header / bearer / local-user), iam (request context), jwt (gateway claims or JWKS)."""
+"""Identity per AGENT_AUTH_MODE: none (header, bearer, local-user), iam (request context), jwt (claims or JWKS)."""
 
 from __future__ import annotations
 
