@@ -26,7 +26,7 @@ from agent_core.domain.models import (
 )
 from agent_core.errors import InvalidRequest, RunInProgress
 from agent_core.store import items as it
-from agent_core.store.base import DuplicateRequest
+from agent_core.store.base import ChatPage, DuplicateRequest
 from agent_core.store.dynamodb import DynamoTable
 from agent_core.store.schema import SK
 from agent_core.store.table import Item, Table
@@ -449,6 +449,22 @@ async def test_finish_turn_after_a_takeover_keeps_messages_and_the_other_runs_le
     assert loaded.lease_expires_at == newer.started_at + LEASE_MS
     assert loaded.message_count == 3
     assert loaded.last_activity_at == newer.started_at + 5
+
+
+async def test_finish_turn_after_the_chat_was_deleted_leaves_nothing_behind(store: TableStore) -> None:
+    # Given a running turn whose chat is deleted while it runs
+    chat = await store.create_chat(new_chat(ALICE))
+    run = new_run(chat, started_at=T0 + 10)
+    await store.begin_turn(chat, run, user_message(chat, run, "question"), LEASE_MS)
+    assert await store.delete_chat(chat.chat_id, ALICE) is True
+
+    # When the turn finishes afterwards
+    answer = assistant_message(chat, run, "answer", T0 + 20)
+    await store.finish_turn(completed(run, T0 + 20), [answer], T0 + 20)
+
+    # Then no ownerless META, message or run is resurrected under the deleted chat
+    assert await items_under(store.table, chat.chat_id) == []
+    assert await store.list_chats(ALICE, limit=10, cursor=None) == ChatPage([], None)
 
 
 async def test_restart_turn_after_a_failed_run_repoints_the_request_marker(store: TableStore) -> None:

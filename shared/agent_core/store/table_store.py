@@ -100,12 +100,16 @@ class TableStore:
 
     async def recent_messages(self, chat_id: str, after_id: str | None, limit: int) -> RecentMessages:
         low = it.message_sk(after_id) if after_id else it.MSG_PREFIX
+        # The range includes the cover message itself (BETWEEN is inclusive), and DynamoDB returns a
+        # LastEvaluatedKey whenever it stops at Limit: read one more than asked and decide from the rows.
         page = await self.table.query(
-            it.chat_pk(chat_id), SkRange(low=low, high=it.MSG_END), forward=False, limit=limit
+            it.chat_pk(chat_id), SkRange(low=low, high=it.MSG_END), forward=False, limit=limit + 1
         )
         messages = [it.message_from_item(i) for i in page.items if i[SK] != low]
+        truncated = len(messages) > limit
+        messages = messages[:limit]
         messages.reverse()
-        return RecentMessages(items=messages, truncated=page.last_key is not None)
+        return RecentMessages(items=messages, truncated=truncated)
 
     async def messages_between(self, chat_id: str, after_id: str | None, upto_id: str | None) -> list[Message]:
         low = it.message_sk(after_id) if after_id else it.MSG_PREFIX
@@ -192,8 +196,15 @@ class TableStore:
             if failed.reasons[-1] is None:
                 raise
             # The lease expired and another turn took it: keep our messages, leave its lease alone.
-            keep_lease = UpdateOp(it.meta_key(run.chat_id), Update(set=meta_set, add=count))
-            await self.table.transact([*puts, run_put, keep_lease])
+            # The META must still exist: an unconditional update would resurrect a deleted chat as an
+            # ownerless META (no userId) with orphan messages that no one could read or delete again.
+            keep_lease = UpdateOp(it.meta_key(run.chat_id), Update(set=meta_set, add=count), Condition.of(exists(PK)))
+            try:
+                await self.table.transact([*puts, run_put, keep_lease])
+            except TransactionFailed as gone:
+                if gone.reasons[-1] is None:
+                    raise
+                # The chat was deleted while the turn ran: its messages go with it.
 
     async def get_run(self, chat_id: str, run_id: str) -> Run | None:
         item = await self.table.get(it.run_key(chat_id, run_id))
