@@ -136,3 +136,33 @@ class RunCancel(Event):
 
 
 TERMINAL_TYPES = frozenset({"run.complete", "run.error", "run.cancel"})
+
+
+class ActionStart(Event):
+    type: Literal["action.start"] = "action.start"
+    action_id: str = Field(alias="actionId")
+    action_name: str = Field(alias="actionName")
+
+
+class ActionArgs(Event):
+    type: Literal["action.args"] = "action.args"
+    action_id: str = Field(alias="actionId")
+    delta: str
+    chunk_index: int = Field(alias="chunkIndex")
+
+
+class ActionEnd(Event):
+    type: Literal["action.end"] = "action.end"
+    action_id: str = Field(alias="actionId")
+
+
+class ActionResult(Event):
+    type: Literal["action.result"] = "action.result"
+    action_id: str = Field(alias="actionId")
+    result: Any = None
+
+
+class RequestSubmit(Event):
+    type: Literal["request.submit"] = "request.submit"
+    tool_id: str = Field(alias="toolId")
+    params: Any = None

@@ -123,6 +123,32 @@ class Run(Model):
     error_message: str | None = None
     result: TurnResult | None = None
     cancel_requested: bool = False
+    snapshot: list[dict[str, Any]] | None = None
+    snapshot_key: str | None = None
+
+
+class WaitStatus(StrEnum):
+    WAITING = "waiting"
+    SUBMITTED = "submitted"
+
+
+class Wait(Model):
+    """A frontend tool call waiting for the browser's params (POST /api/ap/submit)."""
+
+    run_id: str
+    tool_id: str
+    user_id: str
+    status: WaitStatus = WaitStatus.WAITING
+    params: Any = None
+    expires_at: int
+
+
+class RunPointer(Model):
+    """Finds a run (and its owner) from its id alone: cancel and submit carry only the runId."""
+
+    run_id: str
+    chat_id: str
+    user_id: str
 
 
 class Summary(Model):

@@ -16,9 +16,9 @@ async def run_blocking(deps: RunDeps, request: TurnRequest) -> TurnResult:
     if isinstance(prepared, TurnResult):
         return prepared
     error: RunError | None = None
-    async for event in TurnRunner(prepared).events():
-        if isinstance(event, RunError):
-            error = event
+    async for envelope in TurnRunner(prepared).events():
+        if isinstance(envelope.event, RunError):
+            error = envelope.event
     if error is not None:
         if error.code == LlmUnavailable.code:
             raise LlmUnavailable(error.message)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agent_core.config import Settings
 from agent_core.domain.jobs import WorkQueue
 from agent_core.llm.base import LlmClient
 from agent_core.runtime.agents import AgentCatalog
+from agent_core.runtime.cancel import CancelRegistry
 from agent_core.store.base import Store
+from agent_core.store.blob import BlobStore
 from agent_core.tools.service import ToolService
 
 
@@ -20,3 +22,5 @@ class RunDeps:
     tools: ToolService
     agents: AgentCatalog
     queue: WorkQueue
+    blobs: BlobStore | None = None
+    cancels: CancelRegistry = field(default_factory=CancelRegistry)

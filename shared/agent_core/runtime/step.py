@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agent_core.domain.events import (
+    ActionArgs,
+    ActionEnd,
+    ActionStart,
     ContentDelta,
     ContentEnd,
     ContentStart,
@@ -81,16 +84,25 @@ class StepAssembler:
             call_id = fragment.id or f"call_{self.step}_{fragment.index}"
             call = _PendingCall(id=call_id, name=fragment.name or "")
             self.calls[fragment.index] = call
-            events.append(
-                ToolStart(tool_id=call.id, tool_name=call.name, tool_type=self.tool_type.get(call.name, "backend"))
-            )
+            kind = self.kind(call.name)
+            if kind == "action":
+                events.append(ActionStart(action_id=call.id, action_name=call.name))
+            else:
+                events.append(ToolStart(tool_id=call.id, tool_name=call.name, tool_type=kind))
         elif fragment.name and not call.name:
             call.name = fragment.name
         if fragment.arguments:
             call.arguments.append(fragment.arguments)
-            events.append(ToolArgs(tool_id=call.id, delta=fragment.arguments, chunk_index=call.chunks))
+            if self.kind(call.name) == "action":
+                events.append(ActionArgs(action_id=call.id, delta=fragment.arguments, chunk_index=call.chunks))
+            else:
+                events.append(ToolArgs(tool_id=call.id, delta=fragment.arguments, chunk_index=call.chunks))
             call.chunks += 1
         return events
+
+    def kind(self, tool_name: str) -> str:
+        """backend / mcp / frontend / action; unknown names are reported as backend."""
+        return self.tool_type.get(tool_name, "backend")
 
     def _close_reasoning(self) -> list[Event]:
         if not self._reasoning_open:
@@ -99,17 +111,24 @@ class StepAssembler:
         return [ReasoningEnd(reasoning_id=self.reasoning_id)]
 
     def finish(self) -> list[Event]:
-        """Close open blocks; tool.end for every call not yet ended, in index order."""
+        """Close the open reasoning and content blocks (calls are ended by `end_calls`)."""
         events = self._close_reasoning()
         if self._content_open:
             self._content_open = False
             events.append(ContentEnd(content_id=self.content_id))
+        return events
+
+    def end_calls(self) -> list[tuple[ToolCall, Event]]:
+        """Each call not yet ended with its end event, in index order (the caller may act before each)."""
+        ends: list[tuple[ToolCall, Event]] = []
         for index in sorted(self.calls):
             call = self.calls[index]
-            if not call.ended:
-                call.ended = True
-                events.append(ToolEnd(tool_id=call.id))
-        return events
+            if call.ended:
+                continue
+            call.ended = True
+            end: Event = ActionEnd(action_id=call.id) if self.kind(call.name) == "action" else ToolEnd(tool_id=call.id)
+            ends.append((ToolCall(id=call.id, name=call.name, arguments="".join(call.arguments)), end))
+        return ends
 
     def tool_calls(self) -> list[ToolCall]:
         return [ToolCall(id=c.id, name=c.name, arguments="".join(c.arguments)) for _, c in sorted(self.calls.items())]

@@ -65,7 +65,7 @@ class _Expr:
             return f"attribute_exists({self.name(atom.attr)})"
         if atom.op == "not_exists":
             return f"attribute_not_exists({self.name(atom.attr)})"
-        operator = "=" if atom.op == "eq" else "<"
+        operator = {"eq": "=", "lt": "<", "gt": ">"}[atom.op]
         return f"{self.name(atom.attr)} {operator} {self.value(atom.value)}"
 
     def condition(self, condition: Condition) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent_core.domain.models import Chat, Message, Run, Summary, ToolCall, TurnResult, Usage
+from agent_core.domain.models import Chat, Message, Run, RunPointer, Summary, ToolCall, TurnResult, Usage, Wait
 from agent_core.store.schema import GSI1, PK, SK
 from agent_core.store.table import Item, Key
 
@@ -33,6 +33,59 @@ def run_key(chat_id: str, run_id: str) -> Key:
 
 def request_key(chat_id: str, request_id: str) -> Key:
     return {PK: chat_pk(chat_id), SK: f"REQ#{request_id}"}
+
+
+RUN_PREFIX = "RUN#"
+RUN_END = "RUN#~"
+POINTER_TTL_S = 7 * 24 * 3600
+
+
+def run_pk(run_id: str) -> str:
+    return f"RUN#{run_id}"
+
+
+def pointer_key(run_id: str) -> Key:
+    return {PK: run_pk(run_id), SK: META}
+
+
+def wait_key(run_id: str, tool_id: str) -> Key:
+    return {PK: run_pk(run_id), SK: f"WAIT#{tool_id}"}
+
+
+def pointer_to_item(pointer: RunPointer, expires_at: int) -> Item:
+    return {
+        **pointer_key(pointer.run_id),
+        "chatId": pointer.chat_id,
+        "userId": pointer.user_id,
+        "expiresAt": expires_at,
+    }
+
+
+def pointer_from_item(item: Item) -> RunPointer:
+    return RunPointer(run_id=item[PK].removeprefix("RUN#"), chat_id=item["chatId"], user_id=item["userId"])
+
+
+def wait_to_item(wait: Wait) -> Item:
+    item: Item = {
+        **wait_key(wait.run_id, wait.tool_id),
+        "userId": wait.user_id,
+        "status": wait.status.value,
+        "expiresAt": wait.expires_at,
+    }
+    if wait.params is not None:
+        item["params"] = json.dumps(wait.params, ensure_ascii=False)
+    return item
+
+
+def wait_from_item(item: Item) -> Wait:
+    return Wait(
+        run_id=item[PK].removeprefix("RUN#"),
+        tool_id=item[SK].removeprefix("WAIT#"),
+        user_id=item["userId"],
+        status=item["status"],
+        params=json.loads(item["params"]) if item.get("params") else None,
+        expires_at=item["expiresAt"],
+    )
 
 
 def message_sk(message_id: str) -> str:
@@ -136,6 +189,9 @@ def run_to_item(run: Run) -> Item:
         "errorCode": run.error_code,
         "errorMessage": run.error_message,
         "result": run.result.model_dump_json() if run.result else None,
+        "snapshot": json.dumps(run.snapshot, ensure_ascii=False) if run.snapshot is not None else None,
+        "snapshotKey": run.snapshot_key,
+        "cancelRequested": True if run.cancel_requested else None,
     }
     item.update({k: v for k, v in optional.items() if v is not None})
     return item
@@ -159,6 +215,8 @@ def run_from_item(item: Item) -> Run:
         error_message=item.get("errorMessage"),
         result=TurnResult.model_validate_json(item["result"]) if item.get("result") else None,
         cancel_requested=bool(item.get("cancelRequested", False)),
+        snapshot=json.loads(item["snapshot"]) if item.get("snapshot") else None,
+        snapshot_key=item.get("snapshotKey"),
     )
 
 

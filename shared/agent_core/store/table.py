@@ -17,7 +17,7 @@ Key = dict[str, str]
 class Atom:
     """One comparison: attribute exists / not exists / equals / less than a value."""
 
-    op: Literal["exists", "not_exists", "eq", "lt"]
+    op: Literal["exists", "not_exists", "eq", "lt", "gt"]
     attr: str
     value: Any = None
 
@@ -49,6 +49,8 @@ def _atom_holds(atom: Atom, item: Item | None) -> bool:
         return False
     if atom.op == "eq":
         return bool(item[atom.attr] == atom.value)
+    if atom.op == "gt":
+        return bool(item[atom.attr] > atom.value)
     return bool(item[atom.attr] < atom.value)
 
 
@@ -66,6 +68,10 @@ def eq(attr: str, value: Any) -> Atom:
 
 def lt(attr: str, value: Any) -> Atom:
     return Atom("lt", attr, value)
+
+
+def gt(attr: str, value: Any) -> Atom:
+    return Atom("gt", attr, value)
 
 
 @dataclass(frozen=True)

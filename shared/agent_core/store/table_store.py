@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from agent_core.domain.models import Chat, Message, Run, Summary
+import json
+
+from agent_core.domain.models import Chat, Message, Run, RunPointer, RunStatus, Summary, Wait, WaitStatus
 from agent_core.errors import InvalidRequest, RunInProgress
 from agent_core.store import items as it
 from agent_core.store.base import ChatPage, DuplicateRequest, MessagePage, RecentMessages, TurnContext
@@ -21,6 +23,7 @@ from agent_core.store.table import (
     WriteOp,
     eq,
     exists,
+    gt,
     lt,
     not_exists,
 )
@@ -75,6 +78,9 @@ class TableStore:
             if page.last_key is None:
                 break
             start = page.last_key
+        for run_sk in [k[SK] for k in keys if k[SK].startswith(it.RUN_PREFIX)]:
+            run_items = await self.table.query(it.run_pk(run_sk.removeprefix(it.RUN_PREFIX)))
+            keys.extend({PK: i[PK], SK: i[SK]} for i in run_items.items)
         # Children first, META last: a crash half-way leaves a listed chat, never orphans without one.
         await self.table.batch_delete(keys)
         await self.table.delete(it.meta_key(chat_id))
@@ -92,7 +98,10 @@ class TableStore:
             summary=it.summary_from_item(summary) if summary else None,
         )
 
-    async def list_messages(self, chat_id: str, user_id: str, limit: int, cursor: str | None) -> MessagePage:
+    async def list_messages(self, chat_id: str, user_id: str, limit: int, cursor: str | None) -> MessagePage | None:
+        """A page of the chat's messages, oldest first; None when the chat is not the caller's."""
+        if await self.get_chat(chat_id, user_id) is None:
+            return None
         pk = it.chat_pk(chat_id)
         start = _checked_cursor(cursor, PK, pk)
         page = await self.table.query(pk, _MESSAGES, limit=limit, start_key=start)
@@ -143,6 +152,7 @@ class TableStore:
             self._lease_op(chat, run, lease_ms, add_messages=1),
             Put(it.message_to_item(user_message), Condition.of(not_exists(PK))),
             Put(it.run_to_item(run), Condition.of(not_exists(PK))),
+            self._pointer_put(run),
         ]
         try:
             await self.table.transact(ops)
@@ -162,11 +172,17 @@ class TableStore:
             ),
             self._lease_op(chat, run, lease_ms, add_messages=0),
             Put(it.run_to_item(run), Condition.of(not_exists(PK))),
+            self._pointer_put(run),
         ]
         try:
             await self.table.transact(ops)
         except TransactionFailed as failed:
             raise RunInProgress("another turn is running in this conversation") from failed
+
+    @staticmethod
+    def _pointer_put(run: Run) -> Put:
+        pointer = RunPointer(run_id=run.run_id, chat_id=run.chat_id, user_id=run.user_id)
+        return Put(it.pointer_to_item(pointer, run.started_at // 1000 + it.POINTER_TTL_S))
 
     async def _run_for_request(self, chat_id: str, request_id: str) -> Run | None:
         marker = await self.table.get(it.request_key(chat_id, request_id))
@@ -224,3 +240,54 @@ class TableStore:
         except ConditionFailed:
             return False
         return True
+
+    async def list_runs(self, chat_id: str, limit: int, cursor: str | None) -> tuple[list[Run], str | None]:
+        """The chat's runs, oldest first (run ids sort by start time)."""
+        pk = it.chat_pk(chat_id)
+        page = await self.table.query(
+            pk, SkRange(low=it.RUN_PREFIX, high=it.RUN_END), limit=limit, start_key=_checked_cursor(cursor, PK, pk)
+        )
+        return [it.run_from_item(i) for i in page.items], encode_cursor(page.last_key)
+
+    async def get_run_pointer(self, run_id: str, now_s: int) -> RunPointer | None:
+        item = await self.table.get(it.pointer_key(run_id))
+        if item is None or int(item.get("expiresAt", 0)) <= now_s:
+            return None
+        return it.pointer_from_item(item)
+
+    async def request_cancel(self, chat_id: str, run_id: str) -> bool:
+        """Flag a running run for cancellation; False when it already ended."""
+        try:
+            await self.table.update(
+                it.run_key(chat_id, run_id),
+                Update(set={"cancelRequested": True}),
+                Condition.of(eq("status", RunStatus.RUNNING.value)),
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    async def is_cancel_requested(self, chat_id: str, run_id: str) -> bool:
+        item = await self.table.get(it.run_key(chat_id, run_id))
+        return bool(item and item.get("cancelRequested"))
+
+    async def create_wait(self, wait: Wait) -> None:
+        await self.table.put(it.wait_to_item(wait))
+
+    async def get_wait(self, run_id: str, tool_id: str) -> Wait | None:
+        item = await self.table.get(it.wait_key(run_id, tool_id))
+        return it.wait_from_item(item) if item else None
+
+    async def submit_wait(self, run_id: str, tool_id: str, user_id: str, params: object, now_s: int) -> bool:
+        """Flip a waiting call to submitted: only its user, only once, only before it expires."""
+        condition = Condition.of(eq("status", WaitStatus.WAITING.value), eq("userId", user_id), gt("expiresAt", now_s))
+        update = Update(set={"status": WaitStatus.SUBMITTED.value, "params": _json(params)})
+        try:
+            await self.table.update(it.wait_key(run_id, tool_id), update, condition)
+        except ConditionFailed:
+            return False
+        return True
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)

@@ -6,13 +6,20 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel
 
 from agent_core.config import Settings
+from agent_core.store.blob import BlobStore
 
 ToolKind = Literal["backend", "mcp", "frontend", "action"]
+
+
+class FrontendBridge(Protocol):
+    """How a frontend tool waits for the browser's answer (POST /api/ap/submit)."""
+
+    async def await_submit(self, tool_call_id: str, timeout_ms: int) -> dict[str, Any] | None: ...
 
 
 @dataclass(frozen=True)
@@ -25,17 +32,22 @@ class ToolContext:
     settings: Settings
     timezone: str
     now: datetime
+    run_id: str = ""
+    tool_call_id: str = ""
+    blobs: BlobStore | None = None
+    frontend: FrontendBridge | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 class ToolFailure(Exception):
     """Raised by a tool to report a governed, non-ok result (status + reason) to the model."""
 
-    def __init__(self, status: str, reason: str, message: str = "") -> None:
+    def __init__(self, status: str, reason: str, message: str = "", result: Any = None) -> None:
         super().__init__(message or reason)
         self.status = status
         self.reason = reason
         self.message = message or reason
+        self.result = result  # what the result event carries instead of an error object, when set
 
 
 class Tool(ABC):
@@ -53,6 +65,16 @@ class Tool(ABC):
         """Arguments for a call made by the quick rule (no LLM routing call)."""
         return {}
 
+    def parse_args(self, value: Any) -> Any:
+        """Validated arguments (the JSON the model sent, parsed); raises ValueError when invalid."""
+        return self.args_model.model_validate(value)
+
+    def effective_timeout_ms(self, settings: Settings) -> int:
+        return self.timeout_ms or settings.tool_timeout_ms
+
+    def parameters(self) -> dict[str, Any]:
+        return self.args_model.model_json_schema()
+
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-tool declaration."""
         return {
@@ -60,10 +82,10 @@ class Tool(ABC):
             "function": {
                 "name": self.name,
                 "description": self.description,
-                "parameters": self.args_model.model_json_schema(),
+                "parameters": self.parameters(),
             },
         }
 
     @abstractmethod
-    async def run(self, args: BaseModel, ctx: ToolContext) -> Any:
+    async def run(self, args: Any, ctx: ToolContext) -> Any:
         """Execute with validated arguments; return a JSON-serialisable result."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import Callable
@@ -43,7 +44,7 @@ class ToolExecution:
 
     def result_payload(self) -> Any:
         """The `result` of a tool.result event."""
-        if self.status == ToolStatus.OK:
+        if self.status == ToolStatus.OK or self.output is not None:
             return self.output
         return {"error": self.message or self.reason}
 
@@ -89,17 +90,18 @@ class ToolService:
         if len(raw.encode("utf-8")) > s.tool_max_input_bytes:
             return ToolExecution(call, ToolStatus.ERROR, "input_too_large", message="arguments exceed the input limit")
         try:
-            args = tool.args_model.model_validate(json.loads(raw))
+            args = tool.parse_args(json.loads(raw))
         except (ValueError, ValidationError) as exc:
             return ToolExecution(call, ToolStatus.ERROR, "invalid_arguments", message=str(exc)[:500])
-        timeout_ms = tool.timeout_ms or s.tool_timeout_ms
+        timeout_ms = tool.effective_timeout_ms(s)
         try:
             async with asyncio.timeout(timeout_ms / 1000):
-                output = await tool.run(args, ctx)
+                output = await tool.run(args, dataclasses.replace(ctx, tool_call_id=call.id))
         except TimeoutError:
             return ToolExecution(call, ToolStatus.TIMEOUT, "timeout", message=f"no result within {timeout_ms} ms")
         except ToolFailure as failure:
-            return ToolExecution(call, ToolStatus(failure.status), failure.reason, message=failure.message)
+            status = ToolStatus(failure.status)
+            return ToolExecution(call, status, failure.reason, output=failure.result, message=failure.message)
         except Exception as exc:
             logger.exception("tool raised", extra={"toolName": tool.name})
             return ToolExecution(call, ToolStatus.ERROR, "tool_error", message=type(exc).__name__)

@@ -81,9 +81,9 @@ async def delete_conversation(conversation_id: str, ctx: Ctx, user: User) -> Res
 async def list_messages(
     conversation_id: str, ctx: Ctx, user: User, limit: Limit = 50, cursor: str | None = None
 ) -> Any:
-    if await ctx.deps.store.get_chat(conversation_id, user) is None:
-        raise _not_found()
     page = await ctx.deps.store.list_messages(conversation_id, user, limit, cursor)
+    if page is None:
+        raise _not_found()
     return _dump(MessageList(items=[MessageOut.of(m) for m in page.items], next_cursor=page.next_cursor))
 
 

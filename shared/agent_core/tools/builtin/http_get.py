@@ -279,7 +279,7 @@ class HttpGetTool(Tool):
         """The URL the message asks to fetch."""
         return {"url": _strip_url(match.group("url"))}
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> Any:
+    async def run(self, args: Any, ctx: ToolContext) -> Any:
         """Fetch the URL in a worker thread and shape the page as a JSON-serialisable dict."""
         parsed = args if isinstance(args, HttpGetArgs) else HttpGetArgs.model_validate(args.model_dump())
         url = parsed.url.strip()

@@ -40,7 +40,7 @@ class TimeTool(Tool):
                 return {"timezone": tz}
         return {}
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> Any:
+    async def run(self, args: Any, ctx: ToolContext) -> Any:
         assert isinstance(args, TimeArgs)
         name = args.timezone or ctx.timezone
         try:

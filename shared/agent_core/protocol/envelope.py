@@ -1,0 +1,73 @@
+"""The envelope every live event carries: type, seq (1, 2, ... per run), timestamp, runId (+ chat/request ids)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agent_core.domain.events import ActionEnd, ActionResult, ActionStart, Event, ToolEnd, ToolResult, ToolStart
+from agent_core.domain.ids import now_ms
+
+# Events that also carry chatId and requestId.
+CARRY_IDS = frozenset({"request.query", "chat.start", "run.start", "run.complete", "run.error", "run.cancel"})
+
+
+@dataclass(frozen=True)
+class Envelope:
+    event: Event
+    seq: int
+    timestamp: int
+    run_id: str
+    chat_id: str
+    request_id: str
+
+    @property
+    def type(self) -> str:
+        return self.event.type
+
+    def wire(self) -> dict[str, Any]:
+        """The native JSON object: envelope first, then the event's fields (empty ones omitted)."""
+        body = self.event.wire()
+        out: dict[str, Any] = {"type": body.pop("type"), "seq": self.seq, "timestamp": self.timestamp}
+        out["runId"] = self.run_id
+        if self.type in CARRY_IDS:
+            out["chatId"] = self.chat_id
+            out["requestId"] = self.request_id
+        out.update(body)
+        return out
+
+
+class EventAssembler:
+    """Stamps events in order and enforces the boundary rule: a result never precedes its call's end."""
+
+    def __init__(self, run_id: str, chat_id: str, request_id: str, clock: Callable[[], int] = now_ms) -> None:
+        self.run_id = run_id
+        self.chat_id = chat_id
+        self.request_id = request_id
+        self._clock = clock
+        self._seq = 0
+        self._open: set[str] = set()
+
+    def _stamp(self, event: Event) -> Envelope:
+        self._seq += 1
+        return Envelope(event, self._seq, self._clock(), self.run_id, self.chat_id, self.request_id)
+
+    def process(self, event: Event) -> list[Envelope]:
+        out: list[Envelope] = []
+        if isinstance(event, ToolStart):
+            self._open.add(event.tool_id)
+        elif isinstance(event, ActionStart):
+            self._open.add(event.action_id)
+        elif isinstance(event, ToolEnd):
+            self._open.discard(event.tool_id)
+        elif isinstance(event, ActionEnd):
+            self._open.discard(event.action_id)
+        elif isinstance(event, ToolResult) and event.tool_id in self._open:
+            self._open.discard(event.tool_id)
+            out.append(self._stamp(ToolEnd(tool_id=event.tool_id)))
+        elif isinstance(event, ActionResult) and event.action_id in self._open:
+            self._open.discard(event.action_id)
+            out.append(self._stamp(ActionEnd(action_id=event.action_id)))
+        out.append(self._stamp(event))
+        return out

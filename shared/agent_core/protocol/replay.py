@@ -1,0 +1,79 @@
+"""Replay snapshots: a run's live events folded to snapshot granularity, stored once per run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_core.domain.events import TERMINAL_TYPES
+from agent_core.protocol.envelope import Envelope
+
+# Live events kept as they are in a replay.
+KEPT = frozenset({"request.query", "run.route", "tool.result", "action.result", "request.submit"} | TERMINAL_TYPES)
+
+
+@dataclass
+class _Block:
+    """An open text or call block: its snapshot fields and the seq/timestamp of its latest event."""
+
+    entry: dict[str, Any]
+    parts: list[str] = field(default_factory=list)
+    seq: int = 0
+    timestamp: int = 0
+
+
+def _head(envelope: Envelope, type_: str) -> dict[str, Any]:
+    return {"type": type_, "seq": envelope.seq, "timestamp": envelope.timestamp, "runId": envelope.run_id}
+
+
+class SnapshotBuilder:
+    """Feeds on the stamped live events; `entries()` is the run's replay list."""
+
+    def __init__(self) -> None:
+        self._entries: list[dict[str, Any]] = []
+        self._open: dict[str, _Block] = {}
+
+    def feed(self, envelope: Envelope) -> None:
+        wire = envelope.wire()
+        kind = envelope.type
+        if kind in KEPT:
+            self._entries.append(wire)
+            return
+        family, _, phase = kind.rpartition(".")
+        key_field = {"reasoning": "reasoningId", "content": "contentId", "tool": "toolId", "action": "actionId"}.get(
+            family
+        )
+        if key_field is None or key_field not in wire:
+            return
+        key = f"{family}:{wire[key_field]}"
+        if phase == "start":
+            entry = _head(envelope, f"{family}.snapshot")
+            entry[key_field] = wire[key_field]
+            if family == "tool":
+                entry.update(toolName=wire["toolName"], toolType=wire["toolType"])
+            if family == "action":
+                entry["actionName"] = wire["actionName"]
+            self._open[key] = _Block(entry, seq=envelope.seq, timestamp=envelope.timestamp)
+            return
+        block = self._open.get(key)
+        if block is None:
+            return
+        block.seq, block.timestamp = envelope.seq, envelope.timestamp
+        if phase in ("delta", "args"):
+            block.parts.append(wire["delta"])
+        elif phase == "end":
+            self._close(key)
+
+    def _close(self, key: str) -> None:
+        block = self._open.pop(key)
+        entry = dict(block.entry)
+        entry["seq"], entry["timestamp"] = block.seq, block.timestamp
+        text = "".join(block.parts)
+        entry["args" if entry["type"] in ("tool.snapshot", "action.snapshot") else "text"] = text
+        self._entries.append(entry)
+
+    def entries(self) -> list[dict[str, Any]]:
+        """The replay list; blocks a failed or cancelled run left open are closed with what they had."""
+        for key in list(self._open):
+            self._close(key)
+        return sorted(self._entries, key=lambda e: int(e["seq"]))

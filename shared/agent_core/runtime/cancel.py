@@ -1,0 +1,72 @@
+"""Cancellation: an in-process signal (same instance) plus a cheap periodic read of the RUN item."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from agent_core.store.base import Store
+
+POLL_INTERVAL_S = 0.5
+
+
+class RunCancelled(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class CancelRegistry:
+    """Runs live in this process, by run id: a cancel request reaches them at once."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, asyncio.Event] = {}
+
+    def register(self, run_id: str) -> asyncio.Event:
+        return self._events.setdefault(run_id, asyncio.Event())
+
+    def unregister(self, run_id: str) -> None:
+        self._events.pop(run_id, None)
+
+    def signal(self, run_id: str) -> bool:
+        event = self._events.get(run_id)
+        if event is None:
+            return False
+        event.set()
+        return True
+
+
+class CancelWatch:
+    """One per run: `event` is set by a local cancel at once, or by the store flag within ~0.5 s."""
+
+    def __init__(self, store: Store, chat_id: str, run_id: str, event: asyncio.Event) -> None:
+        self._store = store
+        self._chat_id = chat_id
+        self._run_id = run_id
+        self.event = event
+        self.reason = "cancel_requested"
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._watch(), name=f"cancel-watch-{self._run_id}")
+
+    async def _watch(self) -> None:
+        # One cheap read of the RUN item per interval, never one per delta; a fast turn reads nothing.
+        while not self.event.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.event.wait(), POLL_INTERVAL_S)
+                return
+            if await self._store.is_cancel_requested(self._chat_id, self._run_id):
+                self.event.set()
+
+    def raise_if_cancelled(self) -> None:
+        if self.event.is_set():
+            raise RunCancelled(self.reason)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None

@@ -1,0 +1,41 @@
+"""Frontend tools wait for the browser: the WAIT item is polled with strongly consistent reads."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from agent_core.domain.models import Wait, WaitStatus
+from agent_core.store.base import Store
+
+FIRST_POLL_S = 0.05
+POLL_S = 0.15
+
+
+class StoreFrontendBridge:
+    """Implements the FrontendBridge port for one run (the run cancels the wait when it is cancelled)."""
+
+    def __init__(self, store: Store, run_id: str, user_id: str) -> None:
+        self._store = store
+        self._run_id = run_id
+        self._user_id = user_id
+
+    async def open_wait(self, tool_call_id: str, timeout_ms: int) -> None:
+        """Written before the call's tool.end is sent, so a client that submits on tool.end always matches."""
+        expires_at = int(time.time() + timeout_ms / 1000) + 1
+        wait = Wait(run_id=self._run_id, tool_id=tool_call_id, user_id=self._user_id, expires_at=expires_at)
+        await self._store.create_wait(wait)
+
+    async def await_submit(self, tool_call_id: str, timeout_ms: int) -> dict[str, Any] | None:
+        """The submitted params, or None when the time runs out."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        delay = FIRST_POLL_S
+        while True:
+            await asyncio.sleep(max(0.0, min(delay, deadline - time.monotonic())))
+            wait = await self._store.get_wait(self._run_id, tool_call_id)
+            if wait is not None and wait.status == WaitStatus.SUBMITTED:
+                return wait.params if isinstance(wait.params, dict) else {"value": wait.params}
+            if time.monotonic() >= deadline:
+                return None
+            delay = POLL_S
