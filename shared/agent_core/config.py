@@ -93,8 +93,14 @@ class Settings(BaseSettings):
         return "offline"
 
     def data_token_key(self) -> str:
-        """The local data-token secret; generated once per process when unset."""
-        return self.data_token_secret or _generated_secret()
+        """The data-token key: the value, else the Secrets Manager secret, else one generated per process."""
+        if self.data_token_secret:
+            return self.data_token_secret
+        if self.data_token_secret_name:
+            from agent_core.secrets import read_secret
+
+            return read_secret(self.data_token_secret_name, ("secret", "key", "value"))
+        return _generated_secret()
 
 
 @lru_cache(maxsize=1)

@@ -12,11 +12,15 @@ from agent_core.llm.base import LlmClient
 from agent_core.runtime.agents import AgentCatalog, builtin_agents
 from agent_core.runtime.deps import RunDeps
 from agent_core.store.base import Store
+from agent_core.store.blob import BlobStore
 from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_blob import MemoryBlobStore
 from agent_core.store.table import Table
 from agent_core.store.table_store import TableStore
 from agent_core.tools.builtin.http_get import HttpGetTool
+from agent_core.tools.builtin.save_file import SaveFileTool
 from agent_core.tools.builtin.time import TimeTool
+from agent_core.tools.frontend import AskUserTool
 from agent_core.tools.registry import ToolRegistry
 from agent_core.tools.service import AuditSink, ToolService
 
@@ -27,6 +31,7 @@ class AppContext:
     deps: RunDeps
     queue: InProcessWorkQueue
     table: Table
+    blobs: BlobStore | None
 
 
 def _boto_client(settings: Settings, service: str) -> Any:
@@ -53,7 +58,17 @@ def build_table(settings: Settings) -> Table:
 
 
 def build_registry(settings: Settings) -> ToolRegistry:
-    return ToolRegistry([TimeTool(), HttpGetTool()], default_timezone=settings.default_timezone)
+    tools = [TimeTool(), HttpGetTool(), SaveFileTool(), AskUserTool()]
+    return ToolRegistry(tools, default_timezone=settings.default_timezone)
+
+
+def build_blobs(settings: Settings) -> BlobStore:
+    """S3 for embedded (moto) and aws storage; in-memory otherwise."""
+    if settings.effective_storage == "memory":
+        return MemoryBlobStore()
+    from agent_core.store.s3 import S3BlobStore, make_s3_client
+
+    return S3BlobStore(settings.data_bucket, lambda: make_s3_client(settings))
 
 
 def build_llm(settings: Settings, registry: ToolRegistry) -> LlmClient:
@@ -72,9 +87,12 @@ def build_context(
     table: Table | None = None,
     llm: LlmClient | None = None,
     audit: AuditSink | None = None,
+    blobs: BlobStore | None = None,
 ) -> AppContext:
-    """Wire everything; tests pass their own table, LLM or audit sink."""
+    """Wire everything; tests pass their own table, LLM, audit sink or blob store."""
     table = table if table is not None else build_table(settings)
+    if blobs is None:
+        blobs = MemoryBlobStore() if isinstance(table, MemoryTable) else build_blobs(settings)
     store: Store = TableStore(table)
     registry = build_registry(settings)
     llm = llm if llm is not None else build_llm(settings, registry)
@@ -86,5 +104,6 @@ def build_context(
         tools=ToolService(registry, settings, audit),
         agents=AgentCatalog(builtin_agents(registry.names())),
         queue=queue,
+        blobs=blobs,
     )
-    return AppContext(settings=settings, deps=deps, queue=queue, table=table)
+    return AppContext(settings=settings, deps=deps, queue=queue, table=table, blobs=blobs)

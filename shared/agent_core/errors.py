@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class AgentError(Exception):
     """Base of every error the product reports to a caller."""
@@ -9,13 +11,18 @@ class AgentError(Exception):
     code = "internal_error"
     status = 500
     type = "server_error"
+    data: dict[str, Any] | None = None  # extra details the mapper adds at the body's top level
 
-    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, param: str | None = None, code: str | None = None, data: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.param = param
         if code:
             self.code = code
+        if data is not None:
+            self.data = data
 
 
 class InvalidRequest(AgentError):

@@ -33,7 +33,10 @@ async def _agent_error(request: Request, exc: Exception) -> JSONResponse:
     status = exc.status
     if _is_openai_route(request) and status == 422:
         status = 400
-    return JSONResponse(error_body(exc.code, exc.message, exc.type, exc.param), status_code=status)
+    body = error_body(exc.code, exc.message, exc.type, exc.param)
+    if exc.data is not None:
+        body["data"] = exc.data
+    return JSONResponse(body, status_code=status)
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -17,13 +16,13 @@ from agent_core.config import Settings
 from agent_core.domain.models import Usage
 from agent_core.errors import LlmUnavailable
 from agent_core.llm.base import LlmDelta, LlmRequest, ToolCallFragment
+from agent_core.secrets import read_secret
 
 SleepFn = Callable[[float], Awaitable[None]]
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 8.0
 RETRY_AFTER_CAP_S = 20.0
-SECRET_MAX_AGE_S = 300
 _NO_KEY = "not-set"
 _REASONS = {429: "rate limited", 500: "server error", 502: "bad gateway", 503: "service unavailable"}
 _SECRET_KEYS = ("api_key", "apiKey", "OPENAI_API_KEY", "key")
@@ -149,21 +148,7 @@ class OpenAiLlmClient:
 
 def read_secret_key(name: str) -> str:
     """Read the API key from Secrets Manager (plain string or a JSON object holding it)."""
-    from aws_lambda_powertools.utilities.parameters import get_secret
-
-    value: Any = get_secret(name, max_age=SECRET_MAX_AGE_S)
-    if isinstance(value, bytes):
-        value = value.decode()
-    if isinstance(value, str):
-        text = value.strip()
-        if not text.startswith("{"):
-            return text
-        value = json.loads(text)
-    if isinstance(value, dict):
-        for key in _SECRET_KEYS:
-            if isinstance(value.get(key), str):
-                return str(value[key]).strip()
-    raise ValueError("secret holds no API key")
+    return read_secret(name, _SECRET_KEYS)
 
 
 def is_retryable(exc: BaseException) -> bool:

@@ -1,10 +1,13 @@
-"""Routers grouped by the Lambda function that serves them."""
+"""Routers grouped by the Lambda function that serves them (ARCHITECTURE.md routes table)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
-from agent_core.api.routes import conversations
+from agent_core.api.routes import conversations, data, history, stream, submit
 
-chat: tuple[APIRouter, ...] = (conversations.router,)
-local: tuple[APIRouter, ...] = (*chat,)
+chat: tuple[APIRouter, ...] = (conversations.router, history.router)
+stream_routes: tuple[APIRouter, ...] = (stream.router,)
+submit_routes: tuple[APIRouter, ...] = (submit.router,)
+data_routes: tuple[APIRouter, ...] = (data.router,)
+local: tuple[APIRouter, ...] = (*chat, *stream_routes, *submit_routes, *data_routes)

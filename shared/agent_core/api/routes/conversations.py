@@ -23,6 +23,7 @@ from agent_core.domain.models import Chat
 from agent_core.errors import NotFound
 from agent_core.runtime.blocking import run_blocking
 from agent_core.runtime.turn import TurnRequest
+from agent_core.tools.data_path import chat_data_prefix
 
 router = APIRouter(prefix="/api/v1/conversations", tags=["conversations"])
 
@@ -74,6 +75,9 @@ async def get_conversation(conversation_id: str, ctx: Ctx, user: User) -> Any:
 async def delete_conversation(conversation_id: str, ctx: Ctx, user: User) -> Response:
     if not await ctx.deps.store.delete_chat(conversation_id, user):
         raise _not_found()
+    if ctx.blobs is not None:
+        # Its files go too: a still-valid signed link must not outlive the chat.
+        await ctx.blobs.delete_prefix(chat_data_prefix(conversation_id))
     return Response(status_code=204)
 
 

@@ -1,0 +1,20 @@
+"""The submit function: its routes behind API Gateway (buffered) and its Function URL. Imports no LLM code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mangum import Mangum
+
+from agent_core.api import routes
+from agent_core.api.app import build_app
+from agent_core.observability import logger, metrics, tracer
+
+_asgi = Mangum(build_app(*routes.submit_routes), lifespan="off")
+
+
+@logger.inject_lambda_context(correlation_id_path="requestContext.requestId")
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return _asgi(event, context)

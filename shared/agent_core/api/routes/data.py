@@ -1,0 +1,105 @@
+"""GET /api/ap/data: serve a chat's data file to its owner, or to anyone holding a valid data token."""
+
+from __future__ import annotations
+
+import time
+from typing import cast
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import RedirectResponse
+
+from agent_core.api.deps import app_context, current_user, request_now
+from agent_core.config import Settings
+from agent_core.errors import AgentError, NotFound
+from agent_core.store.blob import BlobStore
+from agent_core.store.disposition import content_disposition
+from agent_core.tools.data_path import data_file, data_key, normalize_data_path
+from agent_core.tools.data_token import DataTokenError, verify_data_token
+
+INLINE_MAX_BYTES = 4 * 1024 * 1024
+PRESIGN_TTL_S = 60
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_SAFE_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": "default-src 'none'; sandbox",
+    "Cache-Control": "private, no-cache",
+}
+
+router = APIRouter(prefix="/api/ap", tags=["data"])
+
+
+class DataTokenRejected(AgentError):
+    """A present but refused data token (403); `data.errorCode` says why."""
+
+    code = "data_token_invalid"
+    status = 403
+    type = "permission_error"
+
+
+class StorageUnavailable(AgentError):
+    """The app context has no BlobStore."""
+
+    code = "storage_unavailable"
+    status = 503
+    type = "server_error"
+
+
+def blob_store(request: Request) -> BlobStore:
+    """The app context's BlobStore."""
+    blobs = app_context(request).blobs
+    if blobs is None:
+        raise StorageUnavailable("data file storage is not configured")
+    return cast(BlobStore, blobs)
+
+
+def _not_found() -> NotFound:
+    return NotFound("file not found", param="file")
+
+
+def _now(request: Request) -> float:
+    override = request_now(request)
+    return override.timestamp() if override is not None else time.time()
+
+
+async def _authorise(request: Request, settings: Settings, chat_id: str, file: str, token: str | None) -> None:
+    """A valid token is the authorisation; without one, the caller must own the chat (else 404)."""
+    if token and settings.data_token_validation_enabled:
+        try:
+            verify_data_token(settings.data_token_key(), token, chat_id, file, _now(request))
+        except DataTokenError as exc:
+            raise DataTokenRejected(
+                f"data token refused: {exc}", param="t", data={"errorCode": exc.error_code}
+            ) from exc
+        return
+    user = current_user(request)
+    if await app_context(request).deps.store.get_chat(chat_id, user) is None:
+        raise _not_found()
+
+
+@router.get("/data")
+async def get_data(
+    request: Request,
+    file: str = "",
+    t: str | None = None,
+    download: str | None = None,
+) -> Response:
+    """Checks, in order: the path (400), the token or ownership (403 / 404), the object (404)."""
+    chat_id, name = normalize_data_path(file)
+    settings = app_context(request).settings
+    await _authorise(request, settings, chat_id, data_file(chat_id, name), t)
+    blobs = blob_store(request)
+    key = data_key(chat_id, name)
+    info = await blobs.head(key)
+    if info is None:
+        raise _not_found()
+    attachment = (download or "").strip().lower() in _TRUE
+    filename = name.rsplit("/", 1)[-1]
+    # Embedded storage (moto in-process) has no URL a browser can reach: serve it directly.
+    if info.size > INLINE_MAX_BYTES and settings.effective_storage != "embedded":
+        url = await blobs.presign_get(key, PRESIGN_TTL_S, download_name=filename if attachment else None)
+        return RedirectResponse(url, status_code=302, headers={"Cache-Control": "no-store"})
+    blob = await blobs.get(key)
+    if blob is None:
+        raise _not_found()
+    headers = {**_SAFE_HEADERS, "Content-Disposition": content_disposition(filename, attachment=attachment)}
+    return Response(blob.body, media_type=blob.content_type or "application/octet-stream", headers=headers)

@@ -1,0 +1,87 @@
+"""Chat history for the /api/ap clients (chat function): the chat list and replay by run."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+
+from agent_core.api.deps import app_context, current_user
+from agent_core.api.schemas import iso
+from agent_core.context import AppContext
+from agent_core.domain.models import Message, Run
+from agent_core.errors import NotFound
+from agent_core.memory.window import to_chat_message
+
+router = APIRouter(prefix="/api/ap", tags=["history"])
+
+Ctx = Annotated[AppContext, Depends(app_context)]
+User = Annotated[str, Depends(current_user)]
+_RAW_PAGE = 500
+
+
+@router.get("/chats")
+async def chats(
+    ctx: Ctx, user: User, limit: Annotated[int, Query(ge=1, le=100)] = 20, cursor: str | None = None
+) -> Any:
+    page = await ctx.deps.store.list_chats(user, limit, cursor)
+    items = [
+        {
+            "chatId": c.chat_id,
+            "chatName": c.title,
+            "agentKey": c.agent_key,
+            "createdAt": iso(c.created_at),
+            "updatedAt": iso(c.last_activity_at),
+        }
+        for c in page.items
+    ]
+    return {"items": items, "nextCursor": page.next_cursor}
+
+
+async def _snapshot(ctx: AppContext, run: Run) -> list[dict[str, Any]]:
+    if run.snapshot is not None:
+        return run.snapshot
+    if run.snapshot_key and ctx.deps.blobs is not None:
+        blob = await ctx.deps.blobs.get(run.snapshot_key)
+        if blob is not None:
+            loaded: list[dict[str, Any]] = json.loads(blob.body)
+            return loaded
+    return []
+
+
+async def _raw_messages(ctx: AppContext, chat_id: str, user: str, run_ids: set[str]) -> list[dict[str, Any]]:
+    found: list[Message] = []
+    cursor: str | None = None
+    while True:
+        page = await ctx.deps.store.list_messages(chat_id, user, _RAW_PAGE, cursor)
+        if page is None:
+            return []
+        found += [m for m in page.items if m.run_id in run_ids]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return [to_chat_message(m, tool_output_chars=1 << 30) for m in found]
+
+
+@router.get("/chat")
+async def chat(
+    ctx: Ctx,
+    user: User,
+    chat_id: Annotated[str, Query(alias="chatId", min_length=1)],
+    include_raw_messages: Annotated[bool, Query(alias="includeRawMessages")] = False,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: str | None = None,
+) -> Any:
+    """The chat's runs, oldest first, as replay events (snapshot granularity); paged by run."""
+    record = await ctx.deps.store.get_chat(chat_id, user)
+    if record is None:
+        raise NotFound("chat not found", param="chatId", code="chat_not_found")
+    runs, next_cursor = await ctx.deps.store.list_runs(chat_id, limit, cursor)
+    events: list[dict[str, Any]] = []
+    for run in runs:
+        events += await _snapshot(ctx, run)
+    body: dict[str, Any] = {"chatId": chat_id, "chatName": record.title, "events": events, "nextCursor": next_cursor}
+    if include_raw_messages:
+        body["rawMessages"] = await _raw_messages(ctx, chat_id, user, {r.run_id for r in runs})
+    return body

@@ -1,0 +1,90 @@
+"""The streaming routes (stream function): POST /api/ap/query (SSE) and POST /api/ap/cancel."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Request
+from fastapi.responses import StreamingResponse
+from pydantic import Field
+
+from agent_core.api.deps import app_context, current_user, request_now
+from agent_core.api.schemas import Body
+from agent_core.context import AppContext
+from agent_core.domain.models import TurnResult
+from agent_core.errors import NotFound
+from agent_core.protocol.sse import encode_sse, with_pings
+from agent_core.runtime.loop import TurnRunner
+from agent_core.runtime.turn import TurnRequest, prepare_turn
+
+router = APIRouter(prefix="/api/ap", tags=["stream"])
+
+Ctx = Annotated[AppContext, Depends(app_context)]
+User = Annotated[str, Depends(current_user)]
+PING_INTERVAL_S = 15.0
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Connection": "keep-alive"}
+
+
+class QueryIn(Body):
+    message: str
+    chat_id: str | None = Field(None, max_length=64)
+    agent_key: str | None = Field(None, max_length=64)
+    request_id: str | None = Field(None, max_length=128, pattern=r"^[A-Za-z0-9._:\-]+$")
+
+
+class CancelIn(Body):
+    run_id: str = Field(min_length=1, max_length=64)
+
+
+def _replayed(result: TurnResult) -> AsyncIterator[bytes]:
+    """A retried request that already completed: its stored answer as a short stream."""
+
+    async def events() -> AsyncIterator[bytes]:
+        yield encode_sse({"type": "run.complete", "requestId": result.request_id, "finishReason": result.finish_reason})
+
+    return events()
+
+
+@router.post("/query")
+async def query(
+    body: QueryIn,
+    request: Request,
+    ctx: Ctx,
+    user: User,
+    x_request_id: Annotated[str | None, Header(max_length=128)] = None,
+) -> StreamingResponse:
+    turn = TurnRequest(
+        user_id=user,
+        chat_id=body.chat_id,
+        message=body.message,
+        request_id=body.request_id or x_request_id,
+        agent_key=body.agent_key,
+        now=request_now(request),
+    )
+    # Everything that answers with an HTTP status (404, 409, 422, 413) happens before the stream starts.
+    prepared = await prepare_turn(ctx.deps, turn)
+    if isinstance(prepared, TurnResult):
+        return StreamingResponse(_replayed(prepared), media_type="text/event-stream", headers=SSE_HEADERS)
+    runner = TurnRunner(prepared)
+
+    async def stream() -> AsyncIterator[bytes]:
+        async for envelope in runner.events():
+            yield encode_sse(envelope.wire())
+        if ctx.settings.in_lambda:
+            await ctx.queue.join()
+
+    return StreamingResponse(with_pings(stream(), PING_INTERVAL_S), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+@router.post("/cancel")
+async def cancel(body: CancelIn, ctx: Ctx, user: User) -> dict[str, Any]:
+    """Ask a run to stop (owner only); it ends with run.cancel between deltas or tool steps."""
+    store = ctx.deps.store
+    pointer = await store.get_run_pointer(body.run_id, int(time.time()))
+    if pointer is None or pointer.user_id != user:
+        raise NotFound("run not found", param="runId", code="run_not_found")
+    flagged = await store.request_cancel(pointer.chat_id, pointer.run_id)
+    ctx.deps.cancels.signal(pointer.run_id)
+    return {"accepted": flagged, "runId": pointer.run_id, "status": "cancelling" if flagged else "not_running"}
