@@ -6,7 +6,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -73,6 +73,7 @@ class StubScript:
     gate: threading.Event | None = None
     chunk_delay_s: float = 0.0
     abort_after: int | None = None
+    before_chunk: Callable[[int], None] | None = None  # called before chunk n >= 1 (lockstep tests)
 
     @classmethod
     def text(
@@ -187,6 +188,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if seq == 1 and script.gate is not None:
                 script.gate.wait(timeout=10)
+            if seq and script.before_chunk is not None:
+                script.before_chunk(seq)
             if seq and script.chunk_delay_s:
                 time.sleep(script.chunk_delay_s)
             self._write_event(json.dumps(chunk.to_json(seq, model)))
