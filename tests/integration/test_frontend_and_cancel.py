@@ -27,9 +27,10 @@ def _offline_context(**settings: Any) -> AppContext:
 
 @pytest.fixture
 def offline() -> Iterator[httpx.Client]:
-    with serve(build_app(*routes.local, context=_offline_context())) as base, httpx.Client(
-        base_url=base, headers={"X-User-Id": "alice"}, timeout=30
-    ) as c:
+    with (
+        serve(build_app(*routes.local, context=_offline_context())) as base,
+        httpx.Client(base_url=base, headers={"X-User-Id": "alice"}, timeout=30) as c,
+    ):
         yield c
 
 
@@ -100,7 +101,10 @@ def test_submit_through_a_second_app_instance_sharing_one_moto_table(moto_table:
     # Given two app instances (two Lambda environments) on one DynamoDB table
     first = build_context(make_settings(AGENT_STORAGE="aws"), table=moto_table, audit=lambda line: None)
     second = build_context(make_settings(AGENT_STORAGE="aws"), table=moto_table, audit=lambda line: None)
-    with serve(build_app(*routes.local, context=first)) as a, serve(build_app(*routes.submit_routes, context=second)) as b:
+    with (
+        serve(build_app(*routes.local, context=first)) as a,
+        serve(build_app(*routes.submit_routes, context=second)) as b,
+    ):
         with httpx.Client(base_url=a, timeout=30) as client, httpx.Client(base_url=b, timeout=30) as other:
             events, submits = _ask_and_answer(client, {"ok": True}, submitter=other)
     assert submits == [{"accepted": True, "status": "accepted"}]
@@ -111,9 +115,10 @@ def test_submit_through_a_second_app_instance_sharing_one_moto_table(moto_table:
 def stub_client(openai_stub: OpenAiStub) -> Iterator[httpx.Client]:
     settings = make_settings(AGENT_LLM_PROVIDER="openai", OPENAI_BASE_URL=openai_stub.base_url, OPENAI_API_KEY="sk-t")
     context = build_context(settings, table=MemoryTable(), llm=OpenAiLlmClient(settings), audit=lambda line: None)
-    with serve(build_app(*routes.local, context=context)) as base, httpx.Client(
-        base_url=base, headers={"X-User-Id": "alice"}, timeout=30
-    ) as c:
+    with (
+        serve(build_app(*routes.local, context=context)) as base,
+        httpx.Client(base_url=base, headers={"X-User-Id": "alice"}, timeout=30) as c,
+    ):
         yield c
 
 

@@ -28,9 +28,10 @@ def context(openai_stub: OpenAiStub) -> AppContext:
 
 @pytest.fixture
 def client(context: AppContext) -> Iterator[httpx.Client]:
-    with serve(build_app(*routes.local, context=context)) as base, httpx.Client(
-        base_url=base, headers={"X-User-Id": "alice"}, timeout=30
-    ) as c:
+    with (
+        serve(build_app(*routes.local, context=context)) as base,
+        httpx.Client(base_url=base, headers={"X-User-Id": "alice"}, timeout=30) as c,
+    ):
         yield c
 
 

@@ -1,0 +1,80 @@
+"""The stream, submit and data functions' entry points with real event shapes, on moto."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+
+from agent_core.config import get_settings
+from agent_core.store.embedded import ensure_resources
+from tests.support.lambda_events import FakeLambdaContext, http_v2_event, rest_v1_event
+from tests.support.server import serve
+from tests.support.sse import query
+
+
+@pytest.fixture
+def lambda_env(aws_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name, value in {
+        "AWS_LAMBDA_FUNCTION_NAME": "agent-core-fn",
+        "AGENT_TABLE_NAME": "agent-core-test",
+        "AGENT_DATA_BUCKET": "agent-core-test-data",
+        "AGENT_LLM_PROVIDER": "offline",
+        "AGENT_DATA_TOKEN_SECRET": "test-secret",
+        "POWERTOOLS_TRACE_DISABLED": "1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    ensure_resources(get_settings(), boto3.client("dynamodb"), boto3.client("s3"))
+    yield
+    get_settings.cache_clear()
+
+
+def _fresh(module: Any) -> Any:
+    module._asgi.app.state.context = None
+    return module.handler
+
+
+def test_stream_app_serves_a_query_then_submit_and_data_handlers_answer(lambda_env: None) -> None:
+    from functions.data import handler as data_module
+    from functions.stream import app as stream_module
+    from functions.submit import handler as submit_module
+
+    stream_module.app.state.context = None
+    with serve(stream_module.app) as base, httpx.Client(base_url=base, headers={"X-User-Id": "u1"}, timeout=30) as c:
+        events = query(c, {"message": "what time is it?"})
+    assert events[-1]["type"] == "run.complete"
+    run_id, chat_id = events[0]["runId"], events[0]["chatId"]
+    ctx = FakeLambdaContext()
+    submit = _fresh(submit_module)
+    body = {"runId": run_id, "toolId": "nope", "params": {}}
+    answer = submit(http_v2_event("POST", "/api/ap/submit", body, {"x-user-id": "u1"}), ctx)
+    assert answer["statusCode"] == 200 and json.loads(answer["body"]) == {"accepted": False, "status": "unmatched"}
+    malformed = submit(rest_v1_event("POST", "/api/ap/submit", {"runId": run_id}, {"X-User-Id": "u1"}), ctx)
+    assert malformed["statusCode"] == 422
+    boto3.client("s3").put_object(
+        Bucket="agent-core-test-data", Key=f"data/{chat_id}/a.csv", Body=b"x,y\n1,2\n", ContentType="text/csv"
+    )
+    data = _fresh(data_module)
+    owner = data(rest_v1_event("GET", "/api/ap/data", None, {"X-User-Id": "u1"}, {"file": f"{chat_id}/a.csv"}), ctx)
+    assert owner["statusCode"] == 200 and owner["body"] == "x,y\n1,2\n"
+    assert owner["headers"]["content-type"].startswith("text/csv")
+    stranger = data(http_v2_event("GET", "/api/ap/data", None, {"x-user-id": "u2"}, f"file={chat_id}/a.csv"), ctx)
+    assert stranger["statusCode"] == 404
+    traversal = data(http_v2_event("GET", "/api/ap/data", None, {}, "file=..%2f..%2fetc%2fpasswd"), ctx)
+    assert traversal["statusCode"] == 400
+
+
+def test_submit_and_data_import_neither_openai_nor_mcp() -> None:
+    code = (
+        "import sys, functions.submit.handler, functions.data.handler;"
+        "print([m for m in ('openai', 'mcp') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
