@@ -101,12 +101,15 @@ def test_submit_through_a_second_app_instance_sharing_one_moto_table(moto_table:
     # Given two app instances (two Lambda environments) on one DynamoDB table
     first = build_context(make_settings(AGENT_STORAGE="aws"), table=moto_table, audit=lambda line: None)
     second = build_context(make_settings(AGENT_STORAGE="aws"), table=moto_table, audit=lambda line: None)
+    app_a = build_app(*routes.local, context=first)
+    app_b = build_app(*routes.submit_routes, context=second)
     with (
-        serve(build_app(*routes.local, context=first)) as a,
-        serve(build_app(*routes.submit_routes, context=second)) as b,
+        serve(app_a) as a,
+        serve(app_b) as b,
+        httpx.Client(base_url=a, timeout=30) as client,
+        httpx.Client(base_url=b, timeout=30) as other,
     ):
-        with httpx.Client(base_url=a, timeout=30) as client, httpx.Client(base_url=b, timeout=30) as other:
-            events, submits = _ask_and_answer(client, {"ok": True}, submitter=other)
+        events, submits = _ask_and_answer(client, {"ok": True}, submitter=other)
     assert submits == [{"accepted": True, "status": "accepted"}]
     assert next(e for e in events if e["type"] == "tool.result")["result"] == {"ok": True}
 
