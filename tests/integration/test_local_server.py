@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -15,11 +11,7 @@ from typing import Any
 
 import pytest
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support.local_server import local_server
 
 
 def _call(base: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
@@ -37,30 +29,8 @@ def _call(base: str, method: str, path: str, body: Any = None) -> tuple[int, Any
 
 @pytest.fixture
 def server() -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_", "AWS_"))}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "agent_core.cli", "serve", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert process.stdout is not None
-    banner = process.stdout.readline()  # printed once storage is up, before the socket opens
-    assert f"127.0.0.1:{port}" in banner, banner
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(200):  # wait for the socket to accept (bounded), not a timing assertion
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    try:
-        yield base, process
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with local_server() as running:
+        yield running
 
 
 def test_local_server_chats_with_a_tool_and_audits_it(server: tuple[str, subprocess.Popen[str]]) -> None:

@@ -88,8 +88,22 @@ class SaveFileTool(Tool):
     )
     args_model = SaveFileArgs
     permissions = frozenset({"data:write"})
+    quick_match = re.compile(
+        r"(?:save|store)\b.*?\b([\w-]+\.(?:csv|txt|json))|保存为?\s*([\w-]+\.(?:csv|txt|json))", re.I
+    )
 
-    async def run(self, args: BaseModel, ctx: ToolContext) -> Any:
+    def quick_args(self, message: str, match: re.Match[str], ctx_timezone: str) -> dict[str, Any]:
+        """`save ... as notes.txt: <content>`: the text after the first colon (else the message) is the content."""
+        name = match.group(1) or match.group(2)
+        _, colon, rest = message.partition(":")
+        content = rest.strip() if colon and rest.strip() else message
+        extension = name.rsplit(".", 1)[-1].lower()
+        media_type = {"csv": "text/csv", "json": "application/json"}.get(extension, "text/plain")
+        if media_type == "application/json":
+            content = json.dumps({"text": content}, ensure_ascii=False)
+        return {"name": name, "content": content, "mediaType": media_type}
+
+    async def run(self, args: Any, ctx: ToolContext) -> Any:
         assert isinstance(args, SaveFileArgs)
         if ctx.blobs is None:
             raise ToolFailure("error", "unavailable", "file storage is not available")

@@ -1,0 +1,42 @@
+"""`agent-core serve` as a subprocess: the same command `make run` starts (embedded moto, offline model)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from tests.support.server import free_port
+
+
+@contextmanager
+def local_server(**env_overrides: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_", "AWS_"))}
+    env.update(env_overrides)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agent_core.cli", "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert process.stdout is not None
+    banner = process.stdout.readline()  # printed once storage is up, before the socket opens
+    assert f"127.0.0.1:{port}" in banner, banner
+    for _ in range(400):  # bounded wait for the socket to accept, not a timing assertion
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}", process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.communicate(timeout=10)
