@@ -8,7 +8,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.config import Settings
 from agent_core.domain.models import Usage
@@ -19,7 +19,10 @@ from agent_core.runtime.deps import RunDeps
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
 
-# A user question and an answer of a realistic size (roughly 40 and 60 tokens).
+if TYPE_CHECKING:
+    from agent_core.store.dynamodb import DynamoTable
+
+# A user question and an answer of a realistic size (about 30 and 45 estimated tokens).
 USER_MESSAGE = (
     "Could you remind me what we decided about the quarterly report format, and which numbers "
     "still need checking before Friday?"
@@ -74,10 +77,16 @@ class FakeLlm:
 
 
 def make_settings(**overrides: Any) -> Settings:
-    """Settings from explicit values only, like tests/support/fixtures.py (no .env, offline model)."""
-    base: dict[str, Any] = {"AGENT_STORAGE": "memory", "AGENT_LLM_PROVIDER": "offline"}
+    """Settings like tests/support/fixtures.py: no .env file, the offline model, compaction at its defaults."""
+    base: dict[str, Any] = {
+        "AGENT_STORAGE": "memory",
+        "AGENT_LLM_PROVIDER": "offline",
+        # The defaults, stated so a variable set on the machine cannot change what is measured.
+        "AGENT_MEMORY_WINDOW": 20,
+        "AGENT_MEMORY_COMPACT_AFTER": 40,
+    }
     base.update(overrides)
-    return Settings(_env_file=None, **base)  # type: ignore[call-arg]
+    return Settings(_env_file=None, **base)
 
 
 def quiet_observability() -> None:
@@ -120,7 +129,7 @@ def moto_aws() -> Iterator[None]:
                 os.environ[name] = value
 
 
-def moto_table(settings: Settings, on_client: Callable[[Any], None] | None = None) -> Any:
+def moto_table(settings: Settings, on_client: Callable[[Any], None] | None = None) -> DynamoTable:
     """A DynamoTable on moto, the table created by `ensure_resources`; call inside `moto_aws()`.
 
     `on_client` sees the table's own boto3 client when the table builds it (to register event hooks).
@@ -166,3 +175,45 @@ async def open_chat(deps: RunDeps, user_id: str, message: str = USER_MESSAGE) ->
     async for _ in TurnRunner(prepared).events():
         pass
     return prepared.chat.chat_id
+
+
+READ_OPS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan"})
+WRITE_OPS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
+
+
+@dataclass
+class DdbCall:
+    operation: str
+    started: float
+    ended: float = 0.0
+
+    @property
+    def ms(self) -> float:
+        return (self.ended - self.started) * 1000
+
+
+@dataclass
+class DdbCallLog:
+    """Every DynamoDB call of the clients it is attached to, from botocore's before-call/after-call events.
+
+    The span covers botocore's serialising, moto's handling (or the network) and parsing, retries included.
+    """
+
+    calls: list[DdbCall] = field(default_factory=list)
+
+    def attach(self, client: Any) -> None:
+        client.meta.events.register("before-call.dynamodb", self._before)
+        client.meta.events.register("after-call.dynamodb", self._after)
+
+    def _before(self, model: Any, context: dict[str, Any], **_: Any) -> None:
+        call = DdbCall(model.name, time.perf_counter())
+        context["bench_call"] = call
+        self.calls.append(call)
+
+    def _after(self, context: dict[str, Any], **_: Any) -> None:
+        call = context.get("bench_call")
+        if isinstance(call, DdbCall):
+            call.ended = time.perf_counter()
+
+    def since(self, index: int) -> list[DdbCall]:
+        return self.calls[index:]
