@@ -63,3 +63,9 @@ class LlmUnavailable(AgentError):
     code = "llm_unavailable"
     status = 502
     type = "server_error"
+
+
+class LlmRejectedTools(LlmUnavailable):
+    """The provider refused the request because of its `tools` (HTTP 400 naming them)."""
+
+    code = "llm_rejected_tools"

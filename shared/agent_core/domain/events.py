@@ -166,3 +166,14 @@ class RequestSubmit(Event):
     type: Literal["request.submit"] = "request.submit"
     tool_id: str = Field(alias="toolId")
     params: Any = None
+
+
+class ReactStep(Event):
+    """One ReAct step (with reactVerbose): the model's thought, its action and what it observed."""
+
+    type: Literal["react.step"] = "react.step"
+    step: int
+    thought: str | None = None
+    action: str
+    action_input: Any = Field(None, alias="actionInput")
+    observation: Any = None

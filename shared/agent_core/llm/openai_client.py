@@ -14,7 +14,7 @@ from openai.types.chat import ChatCompletionChunk
 
 from agent_core.config import Settings
 from agent_core.domain.models import Usage
-from agent_core.errors import LlmUnavailable
+from agent_core.errors import LlmRejectedTools, LlmUnavailable
 from agent_core.llm.base import LlmDelta, LlmRequest, ToolCallFragment
 from agent_core.secrets import read_secret
 
@@ -71,6 +71,8 @@ class OpenAiLlmClient:
                         yield delta
                 return
             except openai.OpenAIError as exc:
+                if rejects_tools(exc, request):
+                    raise LlmRejectedTools(self._describe(exc, attempt, started)) from exc
                 if started or not is_retryable(exc) or attempt >= max_retries:
                     raise LlmUnavailable(self._describe(exc, attempt, started)) from exc
                 await self._sleep(self._delay(exc, attempt))
@@ -149,6 +151,13 @@ class OpenAiLlmClient:
 def read_secret_key(name: str) -> str:
     """Read the API key from Secrets Manager (plain string or a JSON object holding it)."""
     return read_secret(name, _SECRET_KEYS)
+
+
+def rejects_tools(exc: BaseException, request: LlmRequest) -> bool:
+    """A 400 that names `tools` for a request that declared tools: the provider cannot do function calling."""
+    if not request.tools or not isinstance(exc, openai.BadRequestError):
+        return False
+    return "tool" in _upstream_message(exc).lower()
 
 
 def is_retryable(exc: BaseException) -> bool:

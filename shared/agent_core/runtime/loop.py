@@ -1,16 +1,27 @@
-"""The function-calling loop: stream, forward every delta, execute tools in parallel, persist."""
+"""The run: routing, then the agent's strategy, over shared primitives (stream a model step, run tool calls).
+
+Everything a strategy does goes through `TurnRunner`, which stamps events, keeps the replay snapshot,
+honours the deadline and cancellation, and persists the run once at its end.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from agent_core.domain.events import (
+    ActionArgs,
+    ActionEnd,
     ActionResult,
+    ActionStart,
     ChatStart,
+    ContentDelta,
+    ContentEnd,
+    ContentStart,
     Event,
     RequestQuery,
     RequestSubmit,
@@ -19,7 +30,11 @@ from agent_core.domain.events import (
     RunError,
     RunRoute,
     RunStart,
+    RunWarning,
+    ToolArgs,
+    ToolEnd,
     ToolResult,
+    ToolStart,
 )
 from agent_core.domain.ids import now_ms, sortable_id
 from agent_core.domain.models import Message, Role, RunStatus, ToolCall, ToolCallRecord, ToolStatus
@@ -34,12 +49,14 @@ from agent_core.runtime.executor import execute_parallel
 from agent_core.runtime.finish import RunOutcome, persist_run
 from agent_core.runtime.frontend import StoreFrontendBridge
 from agent_core.runtime.step import StepAssembler
+from agent_core.runtime.toolset import Toolset, build_toolset
 from agent_core.runtime.turn import PreparedTurn
 from agent_core.tools.base import ToolContext
 from agent_core.tools.service import ToolExecution
 
 T = TypeVar("T")
 DISCONNECTED = "client_disconnected"
+OnResult = Callable[[ToolExecution], AsyncIterator[Event]]
 
 
 class DeadlineReached(Exception):
@@ -49,11 +66,13 @@ class DeadlineReached(Exception):
 class TurnRunner:
     """Drives one prepared turn and yields its stamped events; `turn.result` is set when it completes."""
 
-    def __init__(self, turn: PreparedTurn) -> None:
+    def __init__(self, turn: PreparedTurn, toolset: Toolset | None = None) -> None:
         self.turn = turn
         self.deps = turn.deps
         self.run = turn.run
+        self.agent = turn.agent
         self.outcome = RunOutcome()
+        self.toolset = toolset or build_toolset(turn.agent, turn.deps.tools)
         self.assembler = EventAssembler(self.run.run_id, self.run.chat_id, self.run.request_id)
         self.snapshot = SnapshotBuilder()
         self.started = time.monotonic()
@@ -62,10 +81,18 @@ class TurnRunner:
         local = self.deps.cancels.register(self.run.run_id)
         self.cancel = CancelWatch(self.deps.store, self.run.chat_id, self.run.run_id, local)
         self.bridge = StoreFrontendBridge(self.deps.store, self.run.run_id, self.run.user_id)
-        self._finish_reason = "stop"
+        self.finish_reason = "stop"
+        self.last: StepAssembler | None = None
         self._ended = False
+        self._blocks = 0
+        self.warnings: list[RunWarning] = []
+        self.raw_result: str | None = None  # a strategy's unpolished answer (ReAct, chain) before enhancement
 
-    # ----- events -----
+    @property
+    def message(self) -> str:
+        return self.turn.request.message
+
+    # ----- the run's events -----
 
     def _emit(self, event: Event) -> list[Envelope]:
         envelopes = self.assembler.process(event)
@@ -74,27 +101,26 @@ class TurnRunner:
         return envelopes
 
     async def events(self) -> AsyncIterator[Envelope]:
+        from agent_core.runtime.router import route_and_run
+
         turn, run = self.turn, self.run
         self.cancel.start()
         try:
             preamble: list[Event] = [RequestQuery(message=turn.request.message, agent_key=turn.agent.key)]
             if turn.created_chat:
                 preamble.append(ChatStart(chat_name=turn.chat.title))
-            preamble += [
-                RunStart(agent_key=turn.agent.key, model=run.model),
-                RunRoute(mode=turn.agent.mode, reason="function calling"),
-            ]
+            preamble.append(RunStart(agent_key=turn.agent.key, model=run.model))
             for event in preamble:
                 for envelope in self._emit(event):
                     yield envelope
             terminal: Event
             try:
-                async for event in self._steps():
+                async for event in route_and_run(self):
                     for envelope in self._emit(event):
                         yield envelope
-                terminal, status = RunComplete.of(self._finish_reason, self.outcome.usage), RunStatus.COMPLETED
+                terminal, status = RunComplete.of(self.finish_reason, self.outcome.usage), RunStatus.COMPLETED
             except DeadlineReached:
-                self._finish_reason = "deadline"
+                self.finish_reason = "deadline"
                 terminal, status = RunComplete.of("deadline", self.outcome.usage), RunStatus.COMPLETED
             except RunCancelled as cancelled:
                 terminal, status = RunCancel(reason=cancelled.reason), RunStatus.CANCELLED
@@ -102,10 +128,8 @@ class TurnRunner:
                 terminal, status = RunError(code=error.code, message=error.message), RunStatus.FAILED
             except Exception as exc:
                 logger.exception("run failed", extra={"runId": run.run_id})
-                terminal = RunError(
-                    code="internal_error", message=f"the run failed unexpectedly ({type(exc).__name__})"
-                )
-                status = RunStatus.FAILED
+                message = f"the run failed unexpectedly ({type(exc).__name__})"
+                terminal, status = RunError(code="internal_error", message=message), RunStatus.FAILED
             envelopes = self._emit(terminal)
             await self._end(status, terminal)
             for envelope in envelopes:
@@ -123,11 +147,11 @@ class TurnRunner:
 
     async def _end(self, status: RunStatus, terminal: Event) -> None:
         self._ended = True
-        await persist_run(self.turn, self.outcome, status, terminal, self._finish_reason, self.snapshot.entries())
+        await persist_run(self.turn, self.outcome, status, terminal, self.finish_reason, self.snapshot.entries())
 
-    # ----- waiting with deadline and cancellation -----
+    # ----- waiting, with the deadline and cancellation -----
 
-    async def _next(self, iterator: AsyncIterator[T]) -> T:
+    async def next_item(self, iterator: AsyncIterator[T]) -> T:
         """The next item, unless the run is cancelled or the deadline passes first."""
         self.cancel.raise_if_cancelled()
         remaining = None if self.deadline is None else self.deadline - time.monotonic()
@@ -148,33 +172,32 @@ class TurnRunner:
             raise RunCancelled(self.cancel.reason)
         raise DeadlineReached
 
-    # ----- steps -----
+    async def guarded(self, awaitable: Awaitable[T]) -> T:
+        """Await one thing under the same deadline and cancellation rules."""
 
-    def _tool_context(self) -> ToolContext:
-        return ToolContext(
-            request_id=self.run.request_id,
-            conversation_id=self.run.chat_id,
-            user_id=self.run.user_id,
-            settings=self.deps.settings,
-            timezone=self.deps.settings.default_timezone,
-            now=self.turn.now,
-            run_id=self.run.run_id,
-            blobs=self.deps.blobs,
-            frontend=self.bridge,
-        )
+        async def once() -> AsyncIterator[T]:
+            yield await awaitable
 
-    def _window(self) -> list[dict[str, Any]]:
+        return await self.next_item(once())
+
+    # ----- prompt and history -----
+
+    def window(self, system_prompt: str | None = None, *, include_run: bool = True) -> list[dict[str, Any]]:
+        """The prompt window plus (unless told otherwise) what this run has added so far."""
         s = self.deps.settings
         window = build_window(
-            self.turn.agent.system_prompt,
+            system_prompt or self.agent.system_prompt,
             self.turn.summary,
             self.turn.history.items,
             max_tokens=s.memory_max_prompt_tokens,
             tool_output_chars=s.tool_output_window_chars,
+            extra_system=self.turn.extra_system,
         )
+        if not include_run:
+            return window.messages
         return window.messages + [to_chat_message(m, s.tool_output_window_chars) for m in self.outcome.messages]
 
-    def _save(self, role: Role, **fields: Any) -> Message:
+    def save(self, role: Role, **fields: Any) -> Message:
         message = Message(
             id=sortable_id(),
             chat_id=self.run.chat_id,
@@ -187,67 +210,124 @@ class TurnRunner:
         self.outcome.messages.append(message)
         return message
 
-    async def _steps(self) -> AsyncIterator[Event]:
-        agent, run = self.turn.agent, self.run
-        registry = self.deps.tools.registry
-        declared = registry.schemas(agent.tools)
-        kinds: dict[str, str] = {n: t.kind for n in agent.tools if (t := registry.get(n)) is not None}
-        for step in range(1, agent.max_steps + 1):
-            self.cancel.raise_if_cancelled()
-            assembler = StepAssembler(step=step, tool_type=kinds)
-            request = LlmRequest(model=run.model, messages=self._window(), tools=declared)
-            stream = self.deps.llm.stream(request)
-            try:
-                while True:
-                    try:
-                        delta = await self._next(stream)
-                    except StopAsyncIteration:
-                        break
-                    if self.outcome.first_token_at is None and (delta.content or delta.reasoning or delta.tool_calls):
-                        self.outcome.first_token_at = time.monotonic() - self.started
-                    for event in assembler.feed(delta):
-                        yield event
-            except (DeadlineReached, RunCancelled):
-                for event in assembler.finish():
-                    yield event
-                self.outcome.usage = self.outcome.usage.add(assembler.usage)
-                self.outcome.partial_text = assembler.text()
-                if assembler.text():
-                    self.outcome.final_text = assembler.text()
-                raise
-            except AgentError:
-                self.outcome.partial_text = assembler.text()
-                raise
-            finally:
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    await aclose()
-            self.outcome.usage = self.outcome.usage.add(assembler.usage)
-            for event in assembler.finish():
-                yield event
-            ends = assembler.end_calls()
-            if not ends:
-                self.outcome.final_text = assembler.text()
-                self._save(Role.ASSISTANT, content=self.outcome.final_text)
-                self._finish_reason = "stop"
-                return
-            calls = [call for call, _ in ends]
-            for call, end in ends:
-                if kinds.get(call.name) == "frontend":
-                    await self.bridge.open_wait(call.id, self.deps.settings.frontend_submit_timeout_ms)
-                yield end
-            self._save(Role.ASSISTANT, content=assembler.text(), tool_calls=calls)
-            async for event in self._run_tools(calls, kinds):
-                yield event
-        self._finish_reason = "max_steps"
+    def answer(self, text: str, finish_reason: str = "stop") -> None:
+        """The run's final answer: saved as the ASSISTANT message and returned to blocking callers."""
+        self.outcome.final_text = text
+        self.save(Role.ASSISTANT, content=text)
+        self.finish_reason = finish_reason
 
-    async def _run_tools(self, calls: list[ToolCall], kinds: dict[str, str]) -> AsyncIterator[Event]:
-        done: dict[str, ToolExecution] = {}
-        executions = execute_parallel(self.deps.tools, calls, self._tool_context())
+    # ----- model steps -----
+
+    def new_block_id(self) -> int:
+        self._blocks += 1
+        return self._blocks
+
+    async def model_step(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        forward_content: bool = True,
+        purpose: str = "chat",
+    ) -> AsyncIterator[Event]:
+        """Stream one model call, forwarding each delta at once; `self.last` holds what it produced."""
+        assembler = StepAssembler(step=self.new_block_id(), tool_type=self.toolset.kinds)
+        self.last = assembler
+        request = LlmRequest(model=self.run.model, messages=messages, tools=tools or [])
+        stream = self.deps.llm.stream(request)
         try:
             while True:
                 try:
-                    execution = await self._next(executions)
+                    delta = await self.next_item(stream)
+                except StopAsyncIteration:
+                    break
+                if self.outcome.first_token_at is None and (delta.content or delta.reasoning or delta.tool_calls):
+                    self.outcome.first_token_at = time.monotonic() - self.started
+                events = assembler.feed(delta)
+                if not forward_content:
+                    events = [e for e in events if not isinstance(e, ContentStart | ContentDelta | ContentEnd)]
+                for event in events:
+                    yield event
+        except (DeadlineReached, RunCancelled):
+            for event in assembler.finish():
+                if forward_content or not isinstance(event, ContentEnd):
+                    yield event
+            self.outcome.usage = self.outcome.usage.add(assembler.usage)
+            if forward_content and assembler.text():
+                self.outcome.partial_text = assembler.text()
+                self.outcome.final_text = assembler.text()
+            raise
+        except AgentError:
+            if forward_content:
+                self.outcome.partial_text = assembler.text()
+            raise
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        self.outcome.usage = self.outcome.usage.add(assembler.usage)
+        for event in assembler.finish():
+            if forward_content or not isinstance(event, ContentEnd):
+                yield event
+
+    async def text_block(self, text: str) -> AsyncIterator[Event]:
+        """Content produced by the run itself (filler lines, closing messages, ReAct answers)."""
+        content_id = f"m_{self.new_block_id()}"
+        yield ContentStart(content_id=content_id)
+        yield ContentDelta(content_id=content_id, delta=text)
+        yield ContentEnd(content_id=content_id)
+
+    # ----- tool calls -----
+
+    def tool_context(self) -> ToolContext:
+        return ToolContext(
+            request_id=self.run.request_id,
+            conversation_id=self.run.chat_id,
+            user_id=self.run.user_id,
+            settings=self.deps.settings,
+            timezone=self.turn.timezone,
+            now=self.turn.now,
+            run_id=self.run.run_id,
+            blobs=self.deps.blobs,
+            frontend=self.bridge,
+        )
+
+    async def announce(self, calls: list[ToolCall]) -> AsyncIterator[Event]:
+        """Start and args events for calls the run makes itself (quick rules, ReAct)."""
+        kinds = self.toolset.kinds
+        for call in calls:
+            if kinds.get(call.name) == "action":
+                yield ActionStart(action_id=call.id, action_name=call.name)
+                yield ActionArgs(action_id=call.id, delta=call.arguments, chunk_index=0)
+                continue
+            yield ToolStart(tool_id=call.id, tool_name=call.name, tool_type=kinds.get(call.name, "backend"))
+            yield ToolArgs(tool_id=call.id, delta=call.arguments, chunk_index=0)
+
+    def end_event(self, call: ToolCall) -> Event:
+        if self.toolset.kinds.get(call.name) == "action":
+            return ActionEnd(action_id=call.id)
+        return ToolEnd(tool_id=call.id)
+
+    async def end_calls(self, ends: list[tuple[ToolCall, Event]]) -> AsyncIterator[Event]:
+        """Each call's end event; a frontend call's WAIT item is written before its end is sent."""
+        kinds = self.toolset.kinds
+        for call, end in ends:
+            if kinds.get(call.name) == "frontend":
+                await self.bridge.open_wait(call.id, self.deps.settings.frontend_submit_timeout_ms)
+            yield end
+
+    async def run_calls(
+        self, calls: list[ToolCall], *, content: str = "", on_result: OnResult | None = None
+    ) -> AsyncIterator[Event]:
+        """Execute calls in parallel; events in completion order; the call/result messages saved in call order."""
+        self.save(Role.ASSISTANT, content=content, tool_calls=calls)
+        kinds = self.toolset.kinds
+        done: dict[str, ToolExecution] = {}
+        executions = execute_parallel(self.toolset.service, calls, self.tool_context())
+        try:
+            while True:
+                try:
+                    execution = await self.next_item(executions)
                 except StopAsyncIteration:
                     break
                 call = execution.call
@@ -264,19 +344,30 @@ class TurnRunner:
                 kind = kinds.get(call.name, "backend")
                 if kind == "action":
                     yield ActionResult(action_id=call.id, result=execution.result_payload())
-                    continue
-                if kind == "frontend" and execution.status == ToolStatus.OK:
-                    yield RequestSubmit(tool_id=call.id, params=execution.output)
-                yield ToolResult(
-                    tool_id=call.id,
-                    result=execution.result_payload(),
-                    status=execution.status.value,
-                    reason=execution.reason or None,
-                )
+                else:
+                    if kind == "frontend" and execution.status == ToolStatus.OK:
+                        yield RequestSubmit(tool_id=call.id, params=execution.output)
+                    yield ToolResult(
+                        tool_id=call.id,
+                        result=execution.result_payload(),
+                        status=execution.status.value,
+                        reason=execution.reason or None,
+                    )
+                if on_result is not None:
+                    async for event in on_result(execution):
+                        yield event
         finally:
             await executions.aclose()
-            # Results are stored in call order so the window pairs them with their call.
             for call in calls:
                 if call.id in done:
-                    content = done[call.id].model_content()
-                    self._save(Role.TOOL, content=content, tool_call_id=call.id, tool_name=call.name)
+                    text = done[call.id].model_content()
+                    self.save(Role.TOOL, content=text, tool_call_id=call.id, tool_name=call.name)
+
+    def self_made_calls(self, prefix: str, calls: list[tuple[str, dict[str, Any]]]) -> list[ToolCall]:
+        return [
+            ToolCall(id=f"{prefix}_{n}", name=name, arguments=json.dumps(args, ensure_ascii=False))
+            for n, (name, args) in enumerate(calls)
+        ]
+
+    def route(self, mode: str, reason: str, matched: list[str] | None = None) -> RunRoute:
+        return RunRoute(mode=mode, matched_tools=matched or None, reason=reason)

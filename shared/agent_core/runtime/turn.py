@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
+from agent_core.domain.events import Event
 from agent_core.domain.ids import new_chat_id, new_run_id, now_ms, sortable_id
 from agent_core.domain.jobs import CompactJob
 from agent_core.domain.models import Chat, Kind, Message, Role, Run, RunStatus, Summary, TurnResult
@@ -15,6 +18,7 @@ from agent_core.runtime.deps import RunDeps
 from agent_core.store.base import DuplicateRequest, RecentMessages
 
 CHAT_NAME_CHARS = 30
+FastPath = Callable[[Any], AsyncIterator[Event]]
 
 
 @dataclass
@@ -42,6 +46,9 @@ class PreparedTurn:
     history: RecentMessages
     created_chat: bool = False
     result: TurnResult | None = field(default=None)
+    extra_system: list[str] = field(default_factory=list)  # e.g. the user profile block
+    timezone: str = "UTC"
+    fast_path: FastPath | None = None  # answers without routing (time queries over summaries)
 
     @property
     def now(self) -> datetime:
@@ -127,7 +134,9 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         await deps.store.restart_turn(chat, previous, run, s.run_lease_ms)
     after = summary.covers_message_id if summary else None
     history = await deps.store.recent_messages(chat.chat_id, after, history_limit(deps))
-    prepared = PreparedTurn(deps, req, chat, agent, run, summary, history, created_chat=created)
+    prepared = PreparedTurn(
+        deps, req, chat, agent, run, summary, history, created_chat=created, timezone=s.default_timezone
+    )
     await _maybe_compact(prepared)
     return prepared
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from agent_core.tools.base import Tool
@@ -10,12 +11,23 @@ from agent_core.tools.base import Tool
 class ToolRegistry:
     def __init__(self, tools: list[Tool] | None = None, default_timezone: str = "UTC") -> None:
         self._tools: dict[str, Tool] = {}
+        self._schemas: dict[str, dict[str, Any]] = {}
         self.default_timezone = default_timezone
         for tool in tools or []:
             self.register(tool)
 
     def register(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
+        self._schemas[tool.name] = tool.schema()  # built once: schemas never change after registration
+
+    def extended(self, tools: list[Tool]) -> ToolRegistry:
+        """A copy with more tools (an agent's declared and MCP tools), sharing the built schemas."""
+        copy = ToolRegistry(default_timezone=self.default_timezone)
+        copy._tools = dict(self._tools)
+        copy._schemas = dict(self._schemas)
+        for tool in tools:
+            copy.register(tool)
+        return copy
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -25,17 +37,22 @@ class ToolRegistry:
 
     def schemas(self, names: list[str] | None = None) -> list[dict[str, Any]]:
         """OpenAI tool declarations for `names` (every tool when None)."""
-        chosen = self._tools.values() if names is None else [self._tools[n] for n in names if n in self._tools]
-        return [tool.schema() for tool in chosen]
+        chosen = list(self._tools) if names is None else [n for n in names if n in self._tools]
+        return [self._schemas[n] for n in chosen]
 
-    def quick_calls(self, message: str, among: set[str]) -> list[tuple[str, dict[str, Any]]]:
-        """Every tool among `among` whose quick rule matches the message, with its extracted arguments."""
+    def quick_calls(
+        self, message: str, among: set[str], overrides: dict[str, re.Pattern[str] | None] | None = None
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """Every tool among `among` whose quick rule (or its override; None disables) matches, with its arguments."""
         calls: list[tuple[str, dict[str, Any]]] = []
         for name in among:
             tool = self._tools.get(name)
-            if tool is None or tool.quick_match is None:
+            if tool is None:
                 continue
-            match = tool.quick_match.search(message)
+            rule = overrides[name] if overrides and name in overrides else tool.quick_match
+            if rule is None:
+                continue
+            match = rule.search(message)
             if match:
                 calls.append((name, tool.quick_args(message, match, self.default_timezone)))
         calls.sort(key=lambda call: call[0])

@@ -66,6 +66,13 @@ class ToolService:
         self.registry = registry
         self.settings = settings
         self._audit = audit or write_audit_line
+        self.allowed: set[str] | None = None  # an agent's tool list; None: every registered tool
+
+    def scoped(self, registry: ToolRegistry, allowed: set[str]) -> ToolService:
+        """The same governance over an agent's registry, allowing only the agent's tools."""
+        service = ToolService(registry, self.settings, self._audit)
+        service.allowed = allowed
+        return service
 
     async def execute(self, call: ToolCall, ctx: ToolContext) -> ToolExecution:
         started = time.perf_counter()
@@ -83,6 +90,10 @@ class ToolService:
             return ToolExecution(call, ToolStatus.ERROR, "not_registered", message=f"no tool named {call.name!r}")
         if "*" not in s.tools_allowed and tool.name not in s.tools_allowed:
             return ToolExecution(call, ToolStatus.DENIED, "not_allowed", message=f"{tool.name} is not allowed")
+        if self.allowed is not None and tool.name not in self.allowed:
+            return ToolExecution(
+                call, ToolStatus.DENIED, "not_allowed", message=f"{tool.name} is not this agent's tool"
+            )
         if not _granted(tool.permissions, s.permissions_granted):
             missing = sorted(tool.permissions - set(s.permissions_granted))
             return ToolExecution(call, ToolStatus.DENIED, "missing_permission", message=f"requires {missing}")

@@ -1,0 +1,127 @@
+"""react: a prompt strategy; the model answers each step with a JSON decision, the run acts on it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from agent_core.domain.events import Event, ReactStep
+from agent_core.domain.models import ToolCall
+from agent_core.errors import AgentError
+from agent_core.runtime.composer import enhance
+from agent_core.runtime.decisions import DecisionError, ReactDecision, parse_react
+from agent_core.runtime.strategies.common import close_at_max_steps
+
+if TYPE_CHECKING:
+    from agent_core.runtime.loop import TurnRunner
+
+REACT_FORMAT = """You solve the task step by step. Answer every step with ONE JSON object and nothing else:
+{"thought": "<your reasoning>", "action": "tool_call" | "user_input" | "final_answer", "action_input": ...}
+- tool_call: action_input is {"tool_name": "<one of the tools>", "parameters": {...}}
+- user_input: action_input is the question to ask the user (the run stops and waits for the reply)
+- final_answer: action_input is the answer text
+After a tool_call you receive "Observation: <result>".
+Tools:
+"""
+
+
+class ReactParseError(AgentError):
+    code = "react_parse_error"
+    status = 502
+    type = "server_error"
+
+
+def react_prompt(r: TurnRunner) -> str:
+    tools = "\n".join(
+        f"- {t['name']}: {t.get('description', '')} parameters: {json.dumps(t.get('parameters', {}))}"
+        for t in r.toolset.describe()
+    )
+    return f"{r.agent.system_prompt}\n\n{REACT_FORMAT}{tools or '(none)'}"
+
+
+async def _decide(r: TurnRunner, messages: list[dict[str, Any]], holder: list[ReactDecision]) -> AsyncIterator[Event]:
+    """One decision; an unparsable answer gets one retry with the parse error, then the run fails."""
+    for attempt in range(2):
+        async for event in r.model_step(messages, forward_content=False):
+            yield event
+        assert r.last is not None
+        text = r.last.text()
+        try:
+            holder.append(parse_react(text))
+            messages.append({"role": "assistant", "content": text})
+            return
+        except DecisionError as error:
+            if attempt:
+                raise ReactParseError(f"the model's ReAct decision could not be parsed: {error}") from error
+            messages.append({"role": "assistant", "content": text})
+            messages.append(
+                {
+                    "role": "user",
+                    "content": f"Your answer could not be parsed ({error}). Reply with the JSON object only.",
+                }
+            )
+
+
+async def react_loop(r: TurnRunner, *, emit_final: bool = True) -> AsyncIterator[Event]:
+    """The ReAct loop; the final answer is streamed (or enhanced), or kept in `r.raw_result` for chain."""
+    messages = r.window(react_prompt(r), include_run=False)
+    for step in range(1, r.agent.max_steps + 1):
+        r.cancel.raise_if_cancelled()
+        holder: list[ReactDecision] = []
+        async for event in _decide(r, messages, holder):
+            yield event
+        decision = holder[0]
+        if decision.action == "tool_call":
+            call = ToolCall(
+                id=f"react_{step}",
+                name=decision.tool_name,
+                arguments=json.dumps(decision.parameters or {}, ensure_ascii=False),
+            )
+            async for event in r.announce([call]):
+                yield event
+            async for event in r.end_calls([(call, r.end_event(call))]):
+                yield event
+            async for event in r.run_calls([call], content=decision.thought):
+                yield event
+            observation = r.outcome.messages[-1].content
+            if r.agent.react_verbose:
+                yield _step_event(step, decision, observation)
+            messages.append({"role": "user", "content": f"Observation: {observation}"})
+            continue
+        if r.agent.react_verbose:
+            yield _step_event(step, decision, None)
+        if decision.action == "user_input":
+            async for event in r.text_block(decision.text):
+                yield event
+            r.answer(decision.text, "user_input")
+            return
+        r.raw_result = decision.text
+        if not emit_final:
+            return
+        if r.agent.enhance:
+            async for event in enhance(r, decision.text):
+                yield event
+            return
+        async for event in r.text_block(decision.text):
+            yield event
+        r.answer(decision.text)
+        return
+    async for event in close_at_max_steps(r):
+        yield event
+
+
+def _step_event(step: int, decision: ReactDecision, observation: Any) -> ReactStep:
+    return ReactStep(
+        step=step,
+        thought=decision.thought or None,
+        action=decision.action if decision.action != "tool_call" else decision.tool_name,
+        action_input=decision.action_input,
+        observation=observation,
+    )
+
+
+async def react_strategy(r: TurnRunner) -> AsyncIterator[Event]:
+    yield r.route("react", "ReAct prompt strategy")
+    async for event in react_loop(r):
+        yield event
