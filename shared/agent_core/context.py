@@ -9,7 +9,7 @@ from agent_core.config import Settings
 from agent_core.jobs.handlers import JobHandlers
 from agent_core.jobs.inprocess import InProcessWorkQueue
 from agent_core.llm.base import LlmClient
-from agent_core.runtime.agents import AgentCatalog, builtin_agents
+from agent_core.runtime.agents import catalog
 from agent_core.runtime.deps import RunDeps
 from agent_core.store.base import Store
 from agent_core.store.blob import BlobStore
@@ -102,7 +102,7 @@ def build_context(
         store=store,
         llm=llm,
         tools=ToolService(registry, settings, audit),
-        agents=AgentCatalog(builtin_agents(registry.names())),
+        agents=catalog(registry.names(), settings.definitions_dir),
         queue=queue,
         blobs=blobs,
     )

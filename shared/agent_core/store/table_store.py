@@ -222,6 +222,16 @@ class TableStore:
                     raise
                 # The chat was deleted while the turn ran: its messages go with it.
 
+    async def add_messages(self, chat_id: str, messages: list[Message]) -> None:
+        """Append messages outside a turn (imported history, daily summaries); never overwrites."""
+        for start in range(0, len(messages), _TRANSACT_LIMIT - 1):
+            batch = messages[start : start + _TRANSACT_LIMIT - 1]
+            ops: list[WriteOp] = [Put(it.message_to_item(m), Condition.of(not_exists(PK))) for m in batch]
+            ops.append(
+                UpdateOp(it.meta_key(chat_id), Update(add={"messageCount": len(batch)}), Condition.of(exists(PK)))
+            )
+            await self.table.transact(ops)
+
     async def get_run(self, chat_id: str, run_id: str) -> Run | None:
         item = await self.table.get(it.run_key(chat_id, run_id))
         return it.run_from_item(item) if item else None

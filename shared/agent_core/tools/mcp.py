@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = ["McpCatalog", "McpRun", "McpSecretError", "McpTool", "McpToolSpec", "mcp_tool_name", "resolve_secrets"]
 
-Warning = tuple[str, str]  # (code, message)
+McpWarning = tuple[str, str]  # (code, message)
 UNAVAILABLE = "mcp_unavailable"
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -259,18 +259,18 @@ class McpRun:
         self._connections: dict[str, McpConnection] = {}
         self._closed = False
 
-    async def tools(self) -> tuple[list[Tool], list[Warning]]:
+    async def tools(self) -> tuple[list[Tool], list[McpWarning]]:
         """The agent's MCP tools (discovered concurrently per server) and a warning per unavailable server."""
         found = await asyncio.gather(*(self._discover(config) for config in self.servers.values()))
         tools: list[Tool] = []
-        warnings: list[Warning] = []
+        warnings: list[McpWarning] = []
         for specs, warning in found:
             tools.extend(spec.tool_class(self) for spec in specs)
             if warning is not None:
                 warnings.append(warning)
         return tools, warnings
 
-    async def _discover(self, config: McpServerConfig) -> tuple[tuple[McpToolSpec, ...], Warning | None]:
+    async def _discover(self, config: McpServerConfig) -> tuple[tuple[McpToolSpec, ...], McpWarning | None]:
         skipped = self.catalog.cooling(config)
         if skipped is not None:
             return (), (UNAVAILABLE, skipped)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from agent_core.api.routes import conversations, data, history, stream, submit
+from agent_core.api.routes import agents, chain, conversations, data, history, stream, submit
 
-chat: tuple[APIRouter, ...] = (conversations.router, history.router)
-stream_routes: tuple[APIRouter, ...] = (stream.router,)
+chat: tuple[APIRouter, ...] = (conversations.router, history.router, agents.router)
+stream_routes: tuple[APIRouter, ...] = (stream.router, chain.router)
 submit_routes: tuple[APIRouter, ...] = (submit.router,)
 data_routes: tuple[APIRouter, ...] = (data.router,)
 local: tuple[APIRouter, ...] = (*chat, *stream_routes, *submit_routes, *data_routes)

@@ -1,0 +1,46 @@
+"""Ephemeral runs (stateless endpoints, store:false): the same pipeline over a request-scoped in-memory store."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
+from agent_core.domain.jobs import Job
+from agent_core.domain.models import Chat, Message, Role
+from agent_core.runtime.agents import AgentCatalog, AgentDefinition
+from agent_core.runtime.deps import RunDeps
+from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_blob import MemoryBlobStore
+from agent_core.store.table_store import TableStore
+
+
+class DiscardQueue:
+    """Background work for an ephemeral run has nowhere to go: it is dropped."""
+
+    async def enqueue(self, job: Job) -> None:
+        return None
+
+
+def ephemeral_deps(deps: RunDeps, agent: AgentDefinition | None = None) -> RunDeps:
+    """The same settings, LLM and tools; a fresh in-memory store and blob store; nothing durable."""
+    agents = AgentCatalog([agent]) if agent is not None else deps.agents
+    return dataclasses.replace(
+        deps,
+        store=TableStore(MemoryTable()),
+        queue=DiscardQueue(),
+        blobs=MemoryBlobStore(),
+        agents=agents,
+    )
+
+
+async def seed_chat(deps: RunDeps, user_id: str, agent_key: str, history: list[tuple[Role, str]]) -> Chat:
+    """An ephemeral chat holding the prior messages a stateless request carries."""
+    at = now_ms()
+    chat = Chat(chat_id=new_chat_id(), user_id=user_id, agent_key=agent_key, created_at=at, last_activity_at=at)
+    await deps.store.create_chat(chat)
+    messages = [
+        Message(id=sortable_id(), chat_id=chat.chat_id, role=role, content=text, created_at=at)
+        for role, text in history
+    ]
+    await deps.store.add_messages(chat.chat_id, messages)
+    return chat
