@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Literal
 
@@ -91,6 +93,10 @@ class Settings(BaseSettings):
         if self.openai_base_url or self.openai_api_key or self.llm_api_key_secret:
             return "openai"
         return "offline"
+
+    def environment(self) -> Mapping[str, str]:
+        """The process environment, for `${secret:NAME}` values resolved locally (MCP server settings)."""
+        return os.environ
 
     def data_token_key(self) -> str:
         """The data-token key: the value, else the Secrets Manager secret, else one generated per process."""

@@ -21,6 +21,7 @@ from agent_core.tools.builtin.http_get import HttpGetTool
 from agent_core.tools.builtin.save_file import SaveFileTool
 from agent_core.tools.builtin.time import TimeTool
 from agent_core.tools.frontend import AskUserTool
+from agent_core.tools.mcp import McpCatalog
 from agent_core.tools.registry import ToolRegistry
 from agent_core.tools.service import AuditSink, ToolService
 
@@ -105,5 +106,6 @@ def build_context(
         agents=catalog(registry.names(), settings.definitions_dir),
         queue=queue,
         blobs=blobs,
+        mcp=McpCatalog(settings, env=settings.environment()),
     )
     return AppContext(settings=settings, deps=deps, queue=queue, table=table, blobs=blobs)

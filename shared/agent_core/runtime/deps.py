@@ -11,6 +11,7 @@ from agent_core.runtime.agents import AgentCatalog
 from agent_core.runtime.cancel import CancelRegistry
 from agent_core.store.base import Store
 from agent_core.store.blob import BlobStore
+from agent_core.tools.mcp import McpCatalog
 from agent_core.tools.service import ToolService
 
 
@@ -24,3 +25,4 @@ class RunDeps:
     queue: WorkQueue
     blobs: BlobStore | None = None
     cancels: CancelRegistry = field(default_factory=CancelRegistry)
+    mcp: McpCatalog | None = None

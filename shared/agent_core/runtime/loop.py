@@ -105,6 +105,7 @@ class TurnRunner:
 
         turn, run = self.turn, self.run
         self.cancel.start()
+        mcp_run = None
         try:
             preamble: list[Event] = [RequestQuery(message=turn.request.message, agent_key=turn.agent.key)]
             if turn.created_chat:
@@ -115,6 +116,11 @@ class TurnRunner:
                     yield envelope
             terminal: Event
             try:
+                if self.agent.mcp_servers and self.deps.mcp is not None:
+                    mcp_run = self.deps.mcp.run(self.agent.mcp_servers)
+                    tools, warnings = await self.guarded(mcp_run.tools())
+                    self.toolset = build_toolset(self.agent, self.deps.tools, extra=tools)
+                    self.warnings += [RunWarning(code=code, message=message) for code, message in warnings]
                 async for event in route_and_run(self):
                     for envelope in self._emit(event):
                         yield envelope
@@ -144,6 +150,8 @@ class TurnRunner:
         finally:
             await self.cancel.stop()
             self.deps.cancels.unregister(run.run_id)
+            if mcp_run is not None:
+                await mcp_run.aclose()
 
     async def _end(self, status: RunStatus, terminal: Event) -> None:
         self._ended = True
