@@ -23,7 +23,7 @@ async def chain_strategy(r: TurnRunner) -> AsyncIterator[Event]:
     from agent_core.runtime.strategies.react import react_loop
 
     names = ", ".join(r.toolset.names) or "none available"
-    messages = [*r.window(include_run=False), {"role": "system", "content": INTENT_PROMPT.format(tools=names)}]
+    messages = [*r.window(include_run=False), {"role": "system", "content": INTENT_PROMPT.replace("{tools}", names)}]
     async for event in r.model_step(messages, forward_content=False):
         yield event
     assert r.last is not None
