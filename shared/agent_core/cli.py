@@ -27,9 +27,14 @@ def serve(host: str, port: int) -> None:
     from agent_core.api import routes
     from agent_core.api.app import build_app
     from agent_core.context import build_context
+    from agent_core.runtime.agents import AgentDefinitionError
 
     settings = get_settings()
-    context = build_context(settings)  # embedded storage starts here, before the first request
+    try:
+        context = build_context(settings)  # embedded storage starts here, before the first request
+    except AgentDefinitionError as error:
+        # An invalid agent definition stops the server from starting, naming file, field and problem.
+        raise SystemExit(f"agent-core: invalid agent definition: {error}") from error
     app = build_app(*routes.local, context=context)
     print(_banner(settings, host, port), flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
