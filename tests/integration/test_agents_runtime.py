@@ -47,7 +47,7 @@ actions:
 
 async def test_yaml_agent_with_mcp_tools_and_a_dead_server(tmp_path: Path) -> None:
     dead_url = f"http://127.0.0.1:{free_port()}/mcp"
-    with mcp_http_server() as (url, probe):
+    with mcp_http_server() as (url, _probe):
         _write_agent(tmp_path, url, dead_url)
         llm = ScriptedLlm(Reply(tool_calls=[("c1", "calc__add", {"a": 2, "b": 3})]), Reply(text="2 + 3 = 5"))
         settings = make_settings(AGENT_DEFINITIONS_DIR=str(tmp_path))
