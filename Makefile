@@ -38,3 +38,34 @@ bench: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# --- infrastructure (CDK app in infra/, see docs/infrastructure.md) ---
+# The CDK CLI is pinned to 2.x (CLI 3.x cannot read assemblies from aws-cdk-lib 2.x) and installed
+# into ./node_modules on first use. Context goes through CDK_ARGS, e.g.
+#   make deploy CDK_ARGS="-c stage=prod -c authMode=jwt -c jwtIssuer=... -c jwtJwksUrl=..."
+CDK_CLI_VERSION := ^2.1148
+CDK := node_modules/.bin/cdk
+CDK_RUN := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 npx --no-install cdk
+CDK_ARGS ?=
+DEPLOY_FLAGS ?= --require-approval never
+LAYER_DIR := .build/layer
+LAYER_ARCH ?= arm64
+
+.PHONY: synth deploy destroy layer
+
+$(CDK):
+	npm install --prefix . --no-save --no-package-lock --no-audit --no-fund --loglevel=error "aws-cdk@$(CDK_CLI_VERSION)"
+
+synth: install $(CDK)
+	$(CDK_RUN) synth --quiet $(CDK_ARGS)
+	@echo "templates in cdk.out/ (cdk-nag AwsSolutions checked during synth)"
+
+deploy: install $(CDK)
+	$(CDK_RUN) deploy $(DEPLOY_FLAGS) --outputs-file cdk.out/outputs.json $(CDK_ARGS)
+
+destroy: install $(CDK)
+	$(CDK_RUN) destroy --force $(CDK_ARGS)
+
+layer: install
+	$(BIN)/python -m infra.layer_build $(LAYER_DIR) --architecture $(LAYER_ARCH)
+	du -sh --apparent-size $(LAYER_DIR)

@@ -1,0 +1,1 @@
+"""The CDK app that deploys agent-core: settings, the function registry, constructs and the stack."""

@@ -1,0 +1,267 @@
+"""One Lambda function per registry entry: code, layer, log group, role, grants, triggers, Function URL."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_scheduler as scheduler
+from aws_cdk import aws_scheduler_targets as scheduler_targets
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+from infra.components import removal_policy, retention
+from infra.components.layer import architecture_for, runtime_for
+from infra.components.queue import WorkQueue
+from infra.components.storage import Storage
+from infra.nag import acknowledge
+from infra.registry import FunctionSpec, Need
+from infra.settings import InfraSettings
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+METRICS_NAMESPACE = "AgentCore"
+SERVICE_NAME = "agent-core"
+LWA_ACCOUNT = "753240598075"
+LWA_LAYER_NAME = {"arm64": "LambdaAdapterLayerArm64", "x86_64": "LambdaAdapterLayerX86"}
+# Only the `functions` package ships as function code (agent_core and the dependencies are the layer).
+FUNCTION_CODE_EXCLUDES = ["/*", "!/functions/", "__pycache__/", "*.pyc"]
+# DynamoDB actions the functions use: item reads and writes, queries, transactions (authorised per item).
+# No Scan: no request or job path scans the table.
+TABLE_ACTIONS = [
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:Query",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DescribeTable",
+]
+OBJECT_ACTIONS = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
+BUCKET_ACTIONS = ["s3:ListBucket"]  # a missing object answers 404 (not 403); delete_prefix lists keys
+
+
+def function_code() -> lambda_.Code:
+    """The repository root minus everything but functions/ (handler `functions.<name>.handler.handler`)."""
+    return lambda_.Code.from_asset(str(REPO_ROOT), exclude=FUNCTION_CODE_EXCLUDES, ignore_mode=cdk.IgnoreMode.GIT)
+
+
+class AgentFunctions(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: InfraSettings,
+        specs: Sequence[FunctionSpec],
+        layer: lambda_.ILayerVersion,
+        storage: Storage,
+        llm_secret: secretsmanager.ISecret,
+        data_token_secret: secretsmanager.ISecret | None,
+        queue: WorkQueue | None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.settings = settings
+        self.storage = storage
+        self.llm_secret = llm_secret
+        self.data_token_secret = data_token_secret
+        self.queue = queue
+        self.functions: dict[str, lambda_.Function] = {}
+        self.urls: dict[str, lambda_.FunctionUrl] = {}
+        code = function_code()
+        removal = removal_policy(settings)
+        for spec in specs:
+            self._add(spec, code, layer, removal)
+
+    def _environment(self, spec: FunctionSpec) -> dict[str, str]:
+        s = self.settings
+        env = {
+            "AGENT_STORAGE": "aws",
+            "AGENT_MODEL": s.model,
+            "AGENT_AUTH_MODE": s.auth_mode,
+            "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+            "POWERTOOLS_LOG_LEVEL": s.log_level,
+            "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+        }
+        if s.auth_mode == "jwt":
+            env |= {"AGENT_JWT_ISSUER": s.jwt_issuer, "AGENT_JWT_JWKS_URL": s.jwt_jwks_url}
+            if s.jwt_audience:
+                env["AGENT_JWT_AUDIENCE"] = s.jwt_audience
+        if Need.TABLE in spec.needs:
+            env["AGENT_TABLE_NAME"] = self.storage.table.table_name
+        if Need.BUCKET in spec.needs:
+            env["AGENT_DATA_BUCKET"] = self.storage.bucket.bucket_name
+        if Need.QUEUE in spec.needs and self.queue is not None:
+            env["AGENT_WORK_QUEUE_URL"] = self.queue.queue.queue_url
+        if Need.LLM_SECRET in spec.needs:
+            env["AGENT_LLM_API_KEY_SECRET"] = self.llm_secret.secret_name
+            if s.openai_base_url:
+                env["OPENAI_BASE_URL"] = s.openai_base_url
+        if Need.DATA_TOKEN_SECRET in spec.needs and self.data_token_secret is not None:
+            env["AGENT_DATA_TOKEN_SECRET_NAME"] = self.data_token_secret.secret_name
+        if spec.streaming:
+            # The Lambda Web Adapter runs the handler script (uvicorn) and streams its HTTP response.
+            env |= {"AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap", "AWS_LWA_INVOKE_MODE": "response_stream"}
+        return env | dict(spec.environment)
+
+    def _role(self, spec: FunctionSpec, log_group: logs.ILogGroup) -> iam.Role:
+        """The execution role: writes to its own log group only (no AWSLambdaBasicExecutionRole)."""
+        role = iam.Role(
+            self,
+            f"{spec.construct_id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"agent-core {spec.name} function",
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[log_group.log_group_arn],
+            )
+        )
+        return role
+
+    def _grant(self, spec: FunctionSpec, fn: lambda_.Function, role: iam.Role) -> None:
+        table, bucket = self.storage.table, self.storage.bucket
+        if Need.TABLE in spec.needs:
+            role.add_to_policy(
+                iam.PolicyStatement(actions=TABLE_ACTIONS, resources=[table.table_arn, f"{table.table_arn}/index/*"])
+            )
+            acknowledge(
+                role,
+                f"AwsSolutions-IAM5[Resource::<{_logical_ref(table)}.Arn>/index/*]",
+                "Queries on the table's global secondary indexes (all defined in agent_core.store.schema); "
+                "the wildcard covers only this table's indexes.",
+            )
+        if Need.BUCKET in spec.needs:
+            role.add_to_policy(iam.PolicyStatement(actions=OBJECT_ACTIONS, resources=[bucket.arn_for_objects("*")]))
+            role.add_to_policy(iam.PolicyStatement(actions=BUCKET_ACTIONS, resources=[bucket.bucket_arn]))
+            acknowledge(
+                role,
+                f"AwsSolutions-IAM5[Resource::<{_logical_ref(bucket)}.Arn>/*]",
+                "Object keys are per chat and per user (data files, large snapshots, tmp/): the function reads "
+                "and writes objects of this one bucket, and nothing else.",
+            )
+        if Need.LLM_SECRET in spec.needs:
+            self.llm_secret.grant_read(role)
+        if Need.DATA_TOKEN_SECRET in spec.needs and self.data_token_secret is not None:
+            self.data_token_secret.grant_read(role)
+        if Need.QUEUE in spec.needs and self.queue is not None:
+            self.queue.queue.grant_send_messages(role)
+        if spec.consumes_queue and self.queue is not None:
+            fn.add_event_source(
+                event_sources.SqsEventSource(self.queue.queue, batch_size=10, report_batch_item_failures=True)
+            )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "X-Ray tracing (active): xray:PutTraceSegments and xray:PutTelemetryRecords support no "
+            "resource-level permissions, so CDK grants them on '*'; no other statement uses '*'.",
+        )
+
+    def _add(
+        self, spec: FunctionSpec, code: lambda_.Code, layer: lambda_.ILayerVersion, removal: cdk.RemovalPolicy
+    ) -> None:
+        s = self.settings
+        cid = spec.construct_id
+        log_group = logs.LogGroup(
+            self,
+            f"{cid}Logs",
+            retention=retention(s),
+            removal_policy=removal,
+        )
+        role = self._role(spec, log_group)
+        layers = [layer]
+        if spec.streaming:
+            arn = (
+                f"arn:{cdk.Aws.PARTITION}:lambda:{cdk.Aws.REGION}:{LWA_ACCOUNT}:layer:"
+                f"{LWA_LAYER_NAME[s.architecture]}:{s.lwa_layer_version}"
+            )
+            layers.append(lambda_.LayerVersion.from_layer_version_arn(self, f"{cid}WebAdapter", arn))
+        fn = lambda_.Function(
+            self,
+            cid,
+            description=spec.description,
+            runtime=runtime_for(s),
+            architecture=architecture_for(s),
+            handler=spec.handler,
+            code=code,
+            layers=layers,
+            memory_size=spec.memory_mb,
+            timeout=cdk.Duration.seconds(spec.timeout_s),
+            environment=self._environment(spec),
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=log_group,
+            role=role,
+        )
+        self._grant(spec, fn, role)
+        acknowledge(
+            fn,
+            "AwsSolutions-L1",
+            f"The runtime is pinned to python{s.python_runtime} (-c pythonRuntime) because the layer's wheels "
+            "and bytecode are built for that exact version; it is changed together with the layer.",
+        )
+        if spec.schedule is not None:
+            self._schedule(spec, fn)
+        if spec.is_http:
+            self.urls[spec.name] = fn.add_function_url(
+                auth_type=lambda_.FunctionUrlAuthType.AWS_IAM
+                if s.auth_mode == "iam"
+                else lambda_.FunctionUrlAuthType.NONE,
+                invoke_mode=lambda_.InvokeMode.RESPONSE_STREAM if spec.streaming else lambda_.InvokeMode.BUFFERED,
+                cors=lambda_.FunctionUrlCorsOptions(
+                    allowed_origins=list(s.cors_origins),
+                    allowed_methods=[lambda_.HttpMethod.ALL],
+                    allowed_headers=["authorization", "content-type", "x-request-id", "x-user-id"],
+                    max_age=cdk.Duration.hours(1),
+                )
+                if s.cors_origins
+                else None,
+            )
+        self.functions[spec.name] = fn
+
+    def _schedule(self, spec: FunctionSpec, fn: lambda_.Function) -> None:
+        assert spec.schedule is not None
+        sched = spec.schedule
+        role = iam.Role(
+            self,
+            f"{spec.construct_id}ScheduleRole",
+            assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
+            description=f"EventBridge Scheduler invoking agent-core {spec.name}",
+        )
+        scheduler.Schedule(
+            self,
+            f"{spec.construct_id}Schedule",
+            description=f"agent-core {spec.name}",
+            schedule=scheduler.ScheduleExpression.cron(
+                minute=sched.minute, hour=sched.hour, time_zone=cdk.TimeZone.of(sched.time_zone)
+            ),
+            target=scheduler_targets.LambdaInvoke(
+                fn,
+                input=scheduler.ScheduleTargetInput.from_object(
+                    {"scheduledTime": scheduler.ContextAttribute.scheduled_time}
+                ),
+                role=role,
+                # A missed run is caught up by the next one (the jobs are idempotent): retry briefly.
+                retry_attempts=2,
+                max_event_age=cdk.Duration.hours(1),
+            ),
+        )
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::<{_logical_ref(fn)}.Arn>:*]",
+            "Scheduler's invoke grant covers the function and its versions/aliases (ARN:*) of this one "
+            "function only; the schedule always invokes $LATEST.",
+        )
+
+
+def _logical_ref(construct: Construct) -> str:
+    """The logical id cdk-nag prints for a resource's `Fn::GetAtt` (e.g. `StorageTable1234ABCD`)."""
+    child = construct.node.default_child
+    assert isinstance(child, cdk.CfnElement)
+    return cdk.Stack.of(construct).get_logical_id(child)

@@ -1,0 +1,143 @@
+"""One typed settings object for the CDK app, read from cdk.json context and `-c key=value` flags.
+
+Every field has a camelCase context key (its alias): `cdk synth -c stage=prod -c authMode=jwt ...`,
+or the `context` block of cdk.json. Values given with `-c` arrive as strings and are coerced.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+# CloudWatch Logs accepts only these retention periods (days).
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
+DEV_STAGE = "dev"
+
+
+class SettingsError(ValueError):
+    """The context does not describe a deployable stack; the message says what to change."""
+
+
+class _Node(Protocol):
+    def try_get_context(self, key: str) -> Any: ...
+
+
+class InfraSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    stage: str = Field(DEV_STAGE, alias="stage", description="deployment stage; names the stack AgentCore-<stage>")
+    architecture: Literal["arm64", "x86_64"] = Field("arm64", alias="architecture")
+    python_runtime: Literal["3.12", "3.13"] = Field("3.12", alias="pythonRuntime")
+    model: str = Field("gpt-4.1-mini", alias="model", min_length=1)
+    openai_base_url: str = Field("", alias="openaiBaseUrl")
+    auth_mode: Literal["none", "jwt", "iam"] = Field("none", alias="authMode")
+    jwt_issuer: str = Field("", alias="jwtIssuer")
+    jwt_audience: str = Field("", alias="jwtAudience")
+    jwt_jwks_url: str = Field("", alias="jwtJwksUrl")
+    lwa_layer_version: int = Field(28, alias="lwaLayerVersion", ge=1)
+    cors_origins: tuple[str, ...] = Field((), alias="corsOrigins")
+    throttling_rate_limit: float = Field(20.0, alias="throttlingRateLimit", gt=0)
+    throttling_burst_limit: int = Field(40, alias="throttlingBurstLimit", gt=0)
+    log_retention_days: int = Field(30, alias="logRetentionDays")
+    boto3_version: str = Field("", alias="boto3Version", description="pin boto3 into the layer; empty: the runtime's")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", alias="logLevel")
+
+    @field_validator("stage")
+    @classmethod
+    def _stage_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z][a-z0-9-]{0,15}", value):
+            raise ValueError("stage must be 1-16 lowercase letters, digits or '-', starting with a letter")
+        return value
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        if value not in LOG_RETENTION_DAYS:
+            raise ValueError(f"logRetentionDays must be one of {LOG_RETENTION_DAYS}")
+        return value
+
+    @field_validator("boto3_version")
+    @classmethod
+    def _boto3_version(cls, value: str) -> str:
+        if value and not re.fullmatch(r"\d+\.\d+(\.\d+)?", value):
+            raise ValueError("boto3Version must be a release number such as 1.40.0")
+        return value
+
+    @model_validator(mode="after")
+    def _deployable(self) -> InfraSettings:
+        if self.auth_mode == "none" and self.stage != DEV_STAGE:
+            raise ValueError(
+                f"authMode 'none' is refused for stage '{self.stage}': it trusts any X-User-Id header and is "
+                f"allowed only in the '{DEV_STAGE}' stage. Use -c authMode=jwt (with jwtIssuer, jwtAudience, "
+                "jwtJwksUrl) or -c authMode=iam."
+            )
+        if self.auth_mode == "jwt":
+            missing = [
+                alias
+                for alias, value in (("jwtIssuer", self.jwt_issuer), ("jwtJwksUrl", self.jwt_jwks_url))
+                if not value
+            ]
+            if missing:
+                raise ValueError(f"authMode 'jwt' needs {', '.join(missing)} (context keys)")
+        return self
+
+    @property
+    def is_dev(self) -> bool:
+        return self.stage == DEV_STAGE
+
+    @property
+    def stack_name(self) -> str:
+        return f"AgentCore-{self.stage}"
+
+    @classmethod
+    def context_keys(cls) -> list[str]:
+        return [field.alias or name for name, field in cls.model_fields.items()]
+
+    @classmethod
+    def from_context(cls, node: _Node) -> InfraSettings:
+        """The settings from a construct node's context (cdk.json `context` and `-c` flags)."""
+        values = {key: node.try_get_context(key) for key in cls.context_keys()}
+        return cls.from_mapping({key: value for key, value in values.items() if value is not None})
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any]) -> InfraSettings:
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg'].removeprefix('Value error, ')}"
+                for err in exc.errors()
+            )
+            raise SettingsError(f"invalid CDK context: {problems}") from exc
