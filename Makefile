@@ -1,4 +1,4 @@
-# The Makefile is the interface: install, run, test, lint, bench (synth/deploy arrive with the infrastructure issue).
+# The Makefile is the interface: install, run, test, lint, format, bench, synth, deploy, destroy, layer.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
