@@ -97,7 +97,8 @@ def build_context(
     store: Store = TableStore(table)
     registry = build_registry(settings)
     llm = llm if llm is not None else build_llm(settings, registry)
-    queue = InProcessWorkQueue(JobHandlers(settings, store, llm).handle)
+    handlers: list[JobHandlers] = []
+    queue = InProcessWorkQueue(lambda job: handlers[0].handle(job))
     deps = RunDeps(
         settings=settings,
         store=store,
@@ -108,4 +109,5 @@ def build_context(
         blobs=blobs,
         mcp=McpCatalog(settings, env=settings.environment()),
     )
+    handlers.append(JobHandlers(deps))
     return AppContext(settings=settings, deps=deps, queue=queue, table=table, blobs=blobs)

@@ -1,13 +1,20 @@
-"""Background jobs and the WorkQueue port (SQS in Lambda, asyncio tasks locally)."""
+"""Background jobs and the WorkQueue port (SQS in Lambda, asyncio tasks locally).
+
+Every job is idempotent: running it twice changes nothing the second time.
+"""
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Annotated, Literal, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 
-class CompactJob(BaseModel):
+class _Job(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class CompactJob(_Job):
     """Fold a chat's older messages into its rolling summary."""
 
     kind: Literal["compact"] = "compact"
@@ -15,8 +22,60 @@ class CompactJob(BaseModel):
     model: str
 
 
-Job = CompactJob
+class SessionSummaryJob(_Job):
+    """Summarise one ended session of a chat (then extract profile facts)."""
+
+    kind: Literal["session_summary"] = "session_summary"
+    chat_id: str
+    user_id: str
+    session_id: str
+    started_at: int
+    ended_at: int
+
+
+class ProfileJob(_Job):
+    """Merge durable facts from a session summary into the user's profile."""
+
+    kind: Literal["profile"] = "profile"
+    chat_id: str
+    user_id: str
+    session_id: str
+
+
+class DailySummaryJob(_Job):
+    """Summarise one user's local day (upsert), and write it into each chat active that day."""
+
+    kind: Literal["daily_summary"] = "daily_summary"
+    user_id: str
+    date: str  # yyyy-mm-dd in the user's zone
+    now_ms: int | None = None  # the scheduler's time (tests and demos override the clock)
+    deferrals: int = 0
+
+
+class ResponseJob(_Job):
+    """Run a background /v1/responses request."""
+
+    kind: Literal["response"] = "response"
+    response_id: str
+    user_id: str
+
+
+Job = Annotated[
+    CompactJob | SessionSummaryJob | ProfileJob | DailySummaryJob | ResponseJob, Field(discriminator="kind")
+]
+JOB_ADAPTER: TypeAdapter[Job] = TypeAdapter(Job)
+
+
+def parse_job(raw: str | bytes) -> Job:
+    """A job from its JSON (a queue message body); raises pydantic.ValidationError when malformed."""
+    return JOB_ADAPTER.validate_json(raw)
+
+
+def dump_job(job: Job) -> str:
+    return job.model_dump_json()
 
 
 class WorkQueue(Protocol):
-    async def enqueue(self, job: Job) -> None: ...
+    async def enqueue(self, job: Job, delay_s: int = 0) -> None: ...
+
+    async def enqueue_many(self, jobs: list[Job]) -> None: ...

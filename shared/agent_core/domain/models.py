@@ -52,6 +52,8 @@ class Chat(Model):
     active_run_id: str | None = None
     lease_expires_at: int | None = None
     version: int = 0
+    session_id: str | None = None
+    session_started_at: int | None = None
 
 
 class ToolCall(Model):
@@ -165,3 +167,44 @@ class Summary(Model):
 class Page(Model):
     items: list[Any]
     next_cursor: str | None = None
+
+
+class SessionSummary(Model):
+    """One ended session of a chat: its summary and key topics (empty when it had too little content)."""
+
+    chat_id: str
+    session_id: str
+    user_id: str
+    summary: str = ""
+    key_topics: list[str] = Field(default_factory=list)
+    message_count: int = 0
+    local_date: str
+    started_at: int
+    ended_at: int
+    skipped: bool = False
+
+
+class DailySummary(Model):
+    """A user's local day: merged from its sessions."""
+
+    user_id: str
+    date: str
+    summary: str
+    key_topics: list[str] = Field(default_factory=list)
+    session_count: int = 0
+    message_count: int = 0
+    updated_at: int
+
+
+class ProfileFact(Model):
+    aspect: str  # interests, budget, concerns, constraints, preferences, ...
+    key: str  # what the fact is about; a newer fact with the same aspect and key replaces the older
+    value: str
+    source_date: str
+
+
+class Profile(Model):
+    user_id: str
+    timezone: str | None = None
+    facts: list[ProfileFact] = Field(default_factory=list)
+    updated_at: int = 0

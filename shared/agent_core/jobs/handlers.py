@@ -2,24 +2,43 @@
 
 from __future__ import annotations
 
-from agent_core.config import Settings
-from agent_core.domain.jobs import Job
-from agent_core.llm.base import LlmClient
+from agent_core.domain.jobs import CompactJob, DailySummaryJob, Job, ProfileJob, ResponseJob, SessionSummaryJob
 from agent_core.memory.compaction import CompactionPolicy, compact
 from agent_core.observability import logger
-from agent_core.store.base import Store
+from agent_core.runtime.deps import RunDeps
 
 
 class JobHandlers:
-    def __init__(self, settings: Settings, store: Store, llm: LlmClient) -> None:
-        self.settings = settings
-        self.store = store
-        self.llm = llm
+    """Dispatch by job kind. Every handler is idempotent; an exception means "retry" (SQS redelivers)."""
+
+    def __init__(self, deps: RunDeps) -> None:
+        self.deps = deps
 
     async def handle(self, job: Job) -> None:
-        if job.kind == "compact":
-            policy = CompactionPolicy(
-                window=self.settings.memory_window, compact_after=self.settings.memory_compact_after
-            )
-            changed = await compact(self.store, self.llm, job.model, job.chat_id, policy)
+        deps = self.deps
+        if isinstance(job, CompactJob):
+            s = deps.settings
+            policy = CompactionPolicy(window=s.memory_window, compact_after=s.memory_compact_after)
+            changed = await compact(deps.store, deps.llm, job.model, job.chat_id, policy)
             logger.info("compaction", extra={"chatId": job.chat_id, "changed": changed})
+        elif isinstance(job, SessionSummaryJob):
+            from agent_core.jobs.sessions import summarize_session
+
+            await summarize_session(deps, job)
+        elif isinstance(job, ProfileJob):
+            from agent_core.jobs.profile import extract_profile
+
+            await extract_profile(deps, job)
+        elif isinstance(job, DailySummaryJob):
+            from agent_core.jobs.daily import summarize_day
+
+            await summarize_day(deps, job)
+        elif isinstance(job, ResponseJob):
+            await self._response(job)
+
+    async def _response(self, job: ResponseJob) -> None:
+        handler = self.deps.response_jobs
+        if handler is None:
+            logger.warning("no handler for background responses", extra={"responseId": job.response_id})
+            return
+        await handler(job)

@@ -20,12 +20,18 @@ class InProcessWorkQueue:
         self.completed = 0
         self.failed = 0
 
-    async def enqueue(self, job: Job) -> None:
-        task = asyncio.create_task(self._run(job), name=f"job-{job.kind}")
+    async def enqueue(self, job: Job, delay_s: int = 0) -> None:
+        task = asyncio.create_task(self._run(job, delay_s), name=f"job-{job.kind}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run(self, job: Job) -> None:
+    async def enqueue_many(self, jobs: list[Job]) -> None:
+        for job in jobs:
+            await self.enqueue(job)
+
+    async def _run(self, job: Job, delay_s: int = 0) -> None:
+        if delay_s:
+            await asyncio.sleep(delay_s)
         try:
             await self._handler(job)
             self.completed += 1

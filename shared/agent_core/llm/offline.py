@@ -43,6 +43,20 @@ def extractive_summary(text: str, limit: int = 1200) -> str:
     return "\n".join(picked)[:limit]
 
 
+_WORD = re.compile(r"[A-Za-z][A-Za-z-]{4,}|[\u4e00-\u9fff]{2,4}")
+_COMMON = frozenset({"about", "there", "which", "would", "could", "should", "their", "these", "those", "assistant"})
+
+
+def key_topics(text: str, limit: int = 3) -> list[str]:
+    """The most frequent longer words: topics without a model."""
+    counts: dict[str, int] = {}
+    for word in _WORD.findall(text):
+        lowered = word.lower()
+        if lowered not in _COMMON and not lowered.startswith(("user", "messages", "previous")):
+            counts[lowered] = counts.get(lowered, 0) + 1
+    return [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
+
+
 class OfflineLlm:
     """Calls a tool when a declared tool's quick rule matches; otherwise answers from the transcript."""
 
@@ -51,8 +65,7 @@ class OfflineLlm:
 
     async def stream(self, request: LlmRequest) -> AsyncIterator[LlmDelta]:
         if request.purpose == "summarize":
-            reply = extractive_summary(str(request.messages[-1].get("content") or ""))
-            async for delta in self._text(request, reply or PREFIX):
+            async for delta in self._text(request, self._summary_answer(request)):
                 yield delta
             return
         messages = request.messages
@@ -72,6 +85,18 @@ class OfflineLlm:
             return
         async for delta in self._text(request, f"{PREFIX} You said: {question}"):
             yield delta
+
+    @staticmethod
+    def _summary_answer(request: LlmRequest) -> str:
+        """Extractive; JSON when the instruction asks for it (summary + keyTopics, or profile facts)."""
+        instruction = str(request.messages[0].get("content") or "")
+        source = str(request.messages[-1].get("content") or "")
+        summary = extractive_summary(source) or PREFIX
+        if '"facts"' in instruction:
+            return json.dumps({"facts": []})
+        if "keyTopics" in instruction:
+            return json.dumps({"summary": summary, "keyTopics": key_topics(source)}, ensure_ascii=False)
+        return summary
 
     async def _text(self, request: LlmRequest, text: str) -> AsyncIterator[LlmDelta]:
         for piece in _chunks(text):

@@ -40,7 +40,7 @@ async def compact(store: Store, llm: LlmClient, model: str, chat_id: str, policy
     if cut == 0:
         return False
     folded = uncovered[:cut]
-    text, _ = await summarise(llm, model, folded, previous=previous.content if previous else "")
+    text = (await summarise(llm, model, folded, previous=previous.content if previous else "")).summary
     summary = Summary(
         chat_id=chat_id,
         content=text,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+from agent_core.llm.json_answer import NoJsonObject
+from agent_core.llm.json_answer import first_json_object as _first
+
 REACT_ACTIONS = ("tool_call", "user_input", "final_answer")
 
 
@@ -16,23 +17,11 @@ class DecisionError(ValueError):
 
 
 def first_json_object(text: str) -> dict[str, Any]:
-    """The first JSON object in `text`: inside a ``` fence if there is one, trailing prose ignored."""
-    fenced = _FENCE.search(text)
-    candidates = [fenced.group(1)] if fenced else []
-    candidates.append(text)
-    decoder = json.JSONDecoder()
-    for candidate in candidates:
-        start = candidate.find("{")
-        while start != -1:
-            try:
-                value, _ = decoder.raw_decode(candidate, start)
-            except json.JSONDecodeError:
-                start = candidate.find("{", start + 1)
-                continue
-            if isinstance(value, dict):
-                return value
-            start = candidate.find("{", start + 1)
-    raise DecisionError("no JSON object found in the answer")
+    """The first JSON object in the answer, or DecisionError."""
+    try:
+        return _first(text)
+    except NoJsonObject as error:
+        raise DecisionError(str(error)) from error
 
 
 @dataclass

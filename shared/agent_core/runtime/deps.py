@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from agent_core.config import Settings
-from agent_core.domain.jobs import WorkQueue
+from agent_core.domain.jobs import ResponseJob, WorkQueue
 from agent_core.llm.base import LlmClient
 from agent_core.runtime.agents import AgentCatalog
 from agent_core.runtime.cancel import CancelRegistry
@@ -26,3 +27,4 @@ class RunDeps:
     blobs: BlobStore | None = None
     cancels: CancelRegistry = field(default_factory=CancelRegistry)
     mcp: McpCatalog | None = None
+    response_jobs: Callable[[ResponseJob], Awaitable[None]] | None = None  # background /v1/responses runs

@@ -17,7 +17,10 @@ from agent_core.store.table_store import TableStore
 class DiscardQueue:
     """Background work for an ephemeral run has nowhere to go: it is dropped."""
 
-    async def enqueue(self, job: Job) -> None:
+    async def enqueue(self, job: Job, delay_s: int = 0) -> None:
+        return None
+
+    async def enqueue_many(self, jobs: list[Job]) -> None:
         return None
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_core.domain.events import Event, RunError
-from agent_core.domain.ids import now_ms, sortable_id
+from agent_core.domain.ids import sortable_id
 from agent_core.domain.models import Message, Role, RunStatus, ToolCallRecord, TurnResult, Usage
 from agent_core.observability import logger, metrics
 from agent_core.runtime.turn import PreparedTurn
@@ -61,7 +61,7 @@ async def persist_run(
     run = turn.run
     run.status = status
     run.usage = outcome.usage
-    run.ended_at = now_ms()
+    run.ended_at = turn.clock_ms()
     if isinstance(terminal, RunError):
         run.error_code, run.error_message = terminal.code, terminal.message
     if outcome.first_token_at is not None:
@@ -88,14 +88,15 @@ async def persist_run(
 
 def _assistant(turn: PreparedTurn, text: str) -> Message:
     run = turn.run
+    at = turn.clock_ms()
     return Message(
-        id=sortable_id(),
+        id=sortable_id(at),
         chat_id=run.chat_id,
         role=Role.ASSISTANT,
         content=text,
         run_id=run.run_id,
         request_id=run.request_id,
-        created_at=now_ms(),
+        created_at=at,
     )
 
 

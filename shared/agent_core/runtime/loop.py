@@ -36,7 +36,7 @@ from agent_core.domain.events import (
     ToolResult,
     ToolStart,
 )
-from agent_core.domain.ids import now_ms, sortable_id
+from agent_core.domain.ids import sortable_id
 from agent_core.domain.models import Message, Role, RunStatus, ToolCall, ToolCallRecord, ToolStatus
 from agent_core.errors import AgentError
 from agent_core.llm.base import LlmRequest
@@ -206,13 +206,14 @@ class TurnRunner:
         return window.messages + [to_chat_message(m, s.tool_output_window_chars) for m in self.outcome.messages]
 
     def save(self, role: Role, **fields: Any) -> Message:
+        at = self.turn.clock_ms()
         message = Message(
-            id=sortable_id(),
+            id=sortable_id(at),
             chat_id=self.run.chat_id,
             role=role,
             run_id=self.run.run_id,
             request_id=self.run.request_id,
-            created_at=now_ms(),
+            created_at=at,
             **fields,
         )
         self.outcome.messages.append(message)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -10,12 +11,18 @@ from typing import Any
 from agent_core.domain.events import Event
 from agent_core.domain.ids import new_chat_id, new_run_id, now_ms, sortable_id
 from agent_core.domain.jobs import CompactJob
-from agent_core.domain.models import Chat, Kind, Message, Role, Run, RunStatus, Summary, TurnResult
+from agent_core.domain.models import Chat, Kind, Message, Profile, Role, Run, RunStatus, Summary, TurnResult
+from agent_core.domain.sessions import SessionPlan
 from agent_core.errors import InvalidRequest, NotFound, PayloadTooLarge, RunInProgress
+from agent_core.memory.calendar import to_ms, zone
 from agent_core.memory.compaction import CompactionPolicy, needs_compaction
+from agent_core.memory.profile import profile_block
+from agent_core.memory.sessions import plan_session
+from agent_core.memory.time_query import detect
 from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.deps import RunDeps
-from agent_core.store.base import DuplicateRequest, RecentMessages
+from agent_core.runtime.recall import time_query_path
+from agent_core.store.base import DuplicateRequest, RecentMessages, SessionChanged
 
 CHAT_NAME_CHARS = 30
 FastPath = Callable[[Any], AsyncIterator[Event]]
@@ -31,6 +38,8 @@ class TurnRequest:
     agent_key: str | None = None
     deadline_ms: int | None = None
     now: datetime | None = None
+    # Tools the caller runs itself (Responses API function tools): a model step calling one ends the run.
+    client_tools: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -48,11 +57,20 @@ class PreparedTurn:
     result: TurnResult | None = field(default=None)
     extra_system: list[str] = field(default_factory=list)  # e.g. the user profile block
     timezone: str = "UTC"
+    at_ms: int = 0  # "now" of this turn (X-Agent-Now may set it); the run's clock advances from it
     fast_path: FastPath | None = None  # answers without routing (time queries over summaries)
 
     @property
     def now(self) -> datetime:
         return self.request.now or datetime.now(UTC)
+
+    def clock_ms(self) -> int:
+        """The turn's clock: its start ("now", possibly overridden) plus the real time elapsed since."""
+        if self.request.now is None:
+            return now_ms()
+        return self.at_ms + (time.monotonic_ns() - self._started_ns) // 1_000_000
+
+    _started_ns: int = field(default_factory=time.monotonic_ns)
 
 
 def validate_message(message: str, max_bytes: int) -> str:
@@ -68,22 +86,22 @@ def chat_name(message: str) -> str:
     return message.strip()[:CHAT_NAME_CHARS]
 
 
-async def _open_chat(deps: RunDeps, req: TurnRequest) -> tuple[Chat, Summary | None, bool]:
+async def _open_chat(deps: RunDeps, req: TurnRequest, at_ms: int) -> tuple[Chat, Summary | None, Profile | None, bool]:
     if req.chat_id is None:
-        at = now_ms()
         chat = Chat(
             chat_id=new_chat_id(),
             user_id=req.user_id,
             title=chat_name(req.message),
             agent_key=deps.agents.get(req.agent_key).key,
-            created_at=at,
-            last_activity_at=at,
+            created_at=at_ms,
+            last_activity_at=at_ms,
         )
-        return await deps.store.create_chat(chat), None, True
+        await deps.store.create_chat(chat)
+        return chat, None, await deps.store.get_profile(req.user_id), True
     context = await deps.store.load_turn_context(req.chat_id, req.user_id)
     if context is None:
         raise NotFound("conversation not found", param="conversationId", code="conversation_not_found")
-    return context.chat, context.summary, False
+    return context.chat, context.summary, context.profile, False
 
 
 def history_limit(deps: RunDeps) -> int:
@@ -99,8 +117,10 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
     """
     s = deps.settings
     validate_message(req.message, s.max_message_bytes)
-    chat, summary, created = await _open_chat(deps, req)
+    at_ms = to_ms(req.now) if req.now else now_ms()
+    chat, summary, profile, created = await _open_chat(deps, req, at_ms)
     agent = deps.agents.get(req.agent_key or chat.agent_key)
+    tz = zone(profile.timezone if profile else None, s.default_timezone)
     run_id = new_run_id()
     run = Run(
         run_id=run_id,
@@ -110,10 +130,10 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         agent_key=agent.key,
         agent_version=agent.version,
         model=req.model or agent.model or s.model,
-        started_at=now_ms(),
+        started_at=at_ms,
     )
     user_message = Message(
-        id=sortable_id(),
+        id=sortable_id(at_ms),
         chat_id=chat.chat_id,
         role=Role.USER,
         content=req.message,
@@ -121,8 +141,16 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         request_id=run.request_id,
         created_at=run.started_at,
     )
+    idle_ms = s.idle_timeout_minutes * 60_000
+    plan = plan_session(chat, at_ms, tz, idle_ms, new_chat=created)
     try:
-        await deps.store.begin_turn(chat, run, user_message, s.run_lease_ms)
+        try:
+            await deps.store.begin_turn(chat, run, user_message, s.run_lease_ms, plan)
+        except SessionChanged as changed:
+            # The idle job closed the session between our read and write: plan again from the new META.
+            chat = changed.chat
+            plan = plan_session(chat, at_ms, tz, idle_ms)
+            await deps.store.begin_turn(chat, run, user_message, s.run_lease_ms, plan)
     except DuplicateRequest as duplicate:
         previous = duplicate.run
         if previous.status == RunStatus.COMPLETED and previous.result is not None:
@@ -132,13 +160,27 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
             raise RunInProgress("this request is still running") from duplicate
         # A failed, cancelled or dead run: run again for the message already stored.
         await deps.store.restart_turn(chat, previous, run, s.run_lease_ms)
+    else:
+        await _after_begin(deps, chat, plan, at_ms)
     after = summary.covers_message_id if summary else None
     history = await deps.store.recent_messages(chat.chat_id, after, history_limit(deps))
     prepared = PreparedTurn(
-        deps, req, chat, agent, run, summary, history, created_chat=created, timezone=s.default_timezone
+        deps, req, chat, agent, run, summary, history, created_chat=created, timezone=tz.key, at_ms=at_ms
     )
+    prepared.extra_system = [b for b in (profile_block(profile),) if b]
+    span = detect(req.message, tz.key, datetime.fromtimestamp(at_ms / 1000, UTC))
+    if span is not None:
+        prepared.fast_path = time_query_path(span)
     await _maybe_compact(prepared)
     return prepared
+
+
+async def _after_begin(deps: RunDeps, chat: Chat, plan: SessionPlan, at_ms: int) -> None:
+    """The session this turn ended is summarised in the background; a dead run's lease it took is failed."""
+    if plan.close is not None:
+        await deps.queue.enqueue(plan.close)
+    if chat.active_run_id and (chat.lease_expires_at or 0) < at_ms:
+        await deps.store.fail_stale_run(chat.chat_id, chat.active_run_id, at_ms)
 
 
 async def _maybe_compact(turn: PreparedTurn) -> None:

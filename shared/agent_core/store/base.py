@@ -5,7 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from agent_core.domain.models import Chat, Message, Run, RunPointer, Summary, Wait
+from agent_core.domain.models import (
+    Chat,
+    DailySummary,
+    Message,
+    Profile,
+    Run,
+    RunPointer,
+    SessionSummary,
+    Summary,
+    Wait,
+)
+from agent_core.domain.sessions import SessionPlan
 
 
 @dataclass
@@ -26,6 +37,7 @@ class TurnContext:
 
     chat: Chat
     summary: Summary | None
+    profile: Profile | None = None
 
 
 @dataclass
@@ -34,6 +46,14 @@ class RecentMessages:
 
     items: list[Message]
     truncated: bool
+
+
+class SessionChanged(Exception):
+    """The chat's session changed between the turn's read and its write (the idle job closed it)."""
+
+    def __init__(self, chat: Chat) -> None:
+        super().__init__(f"the session of chat {chat.chat_id} changed")
+        self.chat = chat
 
 
 class DuplicateRequest(Exception):
@@ -63,7 +83,9 @@ class Store(Protocol):
 
     async def messages_between(self, chat_id: str, after_id: str | None, upto_id: str | None) -> list[Message]: ...
 
-    async def begin_turn(self, chat: Chat, run: Run, user_message: Message, lease_ms: int) -> None: ...
+    async def begin_turn(
+        self, chat: Chat, run: Run, user_message: Message, lease_ms: int, plan: SessionPlan | None = None
+    ) -> None: ...
 
     async def restart_turn(self, chat: Chat, previous: Run, run: Run, lease_ms: int) -> None: ...
 
@@ -90,3 +112,37 @@ class Store(Protocol):
     async def get_wait(self, run_id: str, tool_id: str) -> Wait | None: ...
 
     async def submit_wait(self, run_id: str, tool_id: str, user_id: str, params: object, now_s: int) -> bool: ...
+
+    async def get_profile(self, user_id: str) -> Profile | None: ...
+
+    async def put_profile(self, profile: Profile) -> None: ...
+
+    async def delete_profile(self, user_id: str) -> bool: ...
+
+    async def get_session(self, chat_id: str, session_id: str) -> SessionSummary | None: ...
+
+    async def put_session(self, session: SessionSummary) -> bool: ...
+
+    async def list_sessions(self, chat_id: str) -> list[SessionSummary]: ...
+
+    async def idle_candidates(self, shard: int, due_by_ms: int, limit: int) -> list[Chat]: ...
+
+    async def move_idle_due(self, chat_id: str, session_id: str, due_ms: int) -> bool: ...
+
+    async def close_session(self, chat_id: str, session_id: str) -> bool: ...
+
+    async def fail_stale_run(self, chat_id: str, run_id: str, now_ms: int) -> bool: ...
+
+    async def day_marks(self, bucket: str, shard: int, closed_by_ms: int) -> list[tuple[str, str]]: ...
+
+    async def is_day_done(self, user_id: str, date: str) -> bool: ...
+
+    async def mark_day_done(self, user_id: str, date: str, at_ms: int) -> None: ...
+
+    async def chats_active_since(self, user_id: str, since_ms: int) -> list[Chat]: ...
+
+    async def put_daily(self, day: DailySummary) -> None: ...
+
+    async def daily_range(self, user_id: str, start: str, end: str) -> list[DailySummary]: ...
+
+    async def put_daily_message(self, message: Message) -> None: ...

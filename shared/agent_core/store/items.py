@@ -5,7 +5,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent_core.domain.models import Chat, Message, Run, RunPointer, Summary, ToolCall, TurnResult, Usage, Wait
+from agent_core.domain.models import (
+    Chat,
+    DailySummary,
+    Message,
+    Profile,
+    ProfileFact,
+    Run,
+    RunPointer,
+    SessionSummary,
+    Summary,
+    ToolCall,
+    TurnResult,
+    Usage,
+    Wait,
+)
 from agent_core.store.schema import GSI1, PK, SK
 from agent_core.store.table import Item, Key
 
@@ -128,6 +142,8 @@ def chat_from_item(item: Item) -> Chat:
         active_run_id=item.get("activeRunId"),
         lease_expires_at=item.get("leaseExpiresAt"),
         version=item.get("version", 0),
+        session_id=item.get("sessionId"),
+        session_started_at=item.get("sessionStartedAt"),
     )
 
 
@@ -240,3 +256,99 @@ def summary_from_item(item: Item) -> Summary:
         updated_at=item["updatedAt"],
         version=item.get("version", 1),
     )
+
+
+def session_key(chat_id: str, session_id: str) -> Key:
+    return {PK: chat_pk(chat_id), SK: f"SESSION#{session_id}"}
+
+
+def session_to_item(session: SessionSummary) -> Item:
+    return {
+        **session_key(session.chat_id, session.session_id),
+        "userId": session.user_id,
+        "summary": session.summary,
+        "keyTopics": json.dumps(session.key_topics, ensure_ascii=False),
+        "messageCount": session.message_count,
+        "localDate": session.local_date,
+        "startedAt": session.started_at,
+        "endedAt": session.ended_at,
+        "skipped": session.skipped,
+    }
+
+
+def session_from_item(item: Item) -> SessionSummary:
+    return SessionSummary(
+        chat_id=item[PK].removeprefix("CHAT#"),
+        session_id=item[SK].removeprefix("SESSION#"),
+        user_id=item["userId"],
+        summary=item.get("summary", ""),
+        key_topics=json.loads(item.get("keyTopics") or "[]"),
+        message_count=item.get("messageCount", 0),
+        local_date=item["localDate"],
+        started_at=item["startedAt"],
+        ended_at=item["endedAt"],
+        skipped=bool(item.get("skipped", False)),
+    )
+
+
+def user_pk(user_id: str) -> str:
+    return f"USER#{user_id}"
+
+
+def profile_key(user_id: str) -> Key:
+    return {PK: user_pk(user_id), SK: "PROFILE"}
+
+
+def profile_to_item(profile: Profile) -> Item:
+    item: Item = {
+        **profile_key(profile.user_id),
+        "facts": json.dumps([f.model_dump() for f in profile.facts], ensure_ascii=False),
+        "updatedAt": profile.updated_at,
+    }
+    if profile.timezone:
+        item["timezone"] = profile.timezone
+    return item
+
+
+def profile_from_item(item: Item) -> Profile:
+    return Profile(
+        user_id=item[PK].removeprefix("USER#"),
+        timezone=item.get("timezone"),
+        facts=[ProfileFact(**f) for f in json.loads(item.get("facts") or "[]")],
+        updated_at=item.get("updatedAt", 0),
+    )
+
+
+def day_key(user_id: str, date: str) -> Key:
+    return {PK: user_pk(user_id), SK: f"DAY#{date}"}
+
+
+def daily_to_item(day: DailySummary) -> Item:
+    return {
+        **day_key(day.user_id, day.date),
+        "summary": day.summary,
+        "keyTopics": json.dumps(day.key_topics, ensure_ascii=False),
+        "sessionCount": day.session_count,
+        "messageCount": day.message_count,
+        "updatedAt": day.updated_at,
+    }
+
+
+def daily_from_item(item: Item) -> DailySummary:
+    return DailySummary(
+        user_id=item[PK].removeprefix("USER#"),
+        date=item[SK].removeprefix("DAY#"),
+        summary=item.get("summary", ""),
+        key_topics=json.loads(item.get("keyTopics") or "[]"),
+        session_count=item.get("sessionCount", 0),
+        message_count=item.get("messageCount", 0),
+        updated_at=item.get("updatedAt", 0),
+    )
+
+
+def daymark_key(user_id: str, date: str) -> Key:
+    return {PK: user_pk(user_id), SK: f"DAYMARK#{date}"}
+
+
+def daily_message_key(chat_id: str, date: str) -> Key:
+    return {PK: chat_pk(chat_id), SK: f"MSG#DAY#{date}"}

@@ -19,7 +19,13 @@ class IndexSpec:
 
 # gsi1: a user's chats by last activity (pk USER#{userId}, sk the zero-padded activity millis).
 GSI1 = IndexSpec(name="gsi1", pk="gsi1pk", sk="gsi1sk")
-INDEXES: tuple[IndexSpec, ...] = (GSI1,)
+# gsi2 (sparse, write-sharded): open sessions by idle due time (pk IDLE#{shard}, sk zero-padded due millis).
+# Only a session's opening writes the key; the idle job moves it when it finds the session still active.
+GSI2 = IndexSpec(name="gsi2", pk="gsi2pk", sk="gsi2sk")
+# gsi3 (sparse, write-sharded): day markers by the UTC hour in which the local day closes.
+GSI3 = IndexSpec(name="gsi3", pk="gsi3pk", sk="gsi3sk")
+INDEXES: tuple[IndexSpec, ...] = (GSI1, GSI2, GSI3)
+SHARDS = 8
 
 
 def create_table_kwargs(table_name: str) -> dict[str, Any]:

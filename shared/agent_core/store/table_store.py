@@ -4,12 +4,30 @@ from __future__ import annotations
 
 import json
 
-from agent_core.domain.models import Chat, Message, Run, RunPointer, RunStatus, Summary, Wait, WaitStatus
+from agent_core.domain.models import (
+    Chat,
+    Message,
+    Run,
+    RunPointer,
+    RunStatus,
+    Summary,
+    Wait,
+    WaitStatus,
+)
+from agent_core.domain.sessions import DAYMARK_TTL_S, SessionPlan
 from agent_core.errors import InvalidRequest, RunInProgress
 from agent_core.store import items as it
-from agent_core.store.base import ChatPage, DuplicateRequest, MessagePage, RecentMessages, TurnContext
+from agent_core.store.base import (
+    ChatPage,
+    DuplicateRequest,
+    MessagePage,
+    RecentMessages,
+    SessionChanged,
+    TurnContext,
+)
 from agent_core.store.cursor import decode_cursor, encode_cursor
-from agent_core.store.schema import GSI1, PK, SK
+from agent_core.store.hierarchy import HierarchyStore
+from agent_core.store.schema import GSI1, GSI2, GSI3, PK, SK
 from agent_core.store.table import (
     Condition,
     ConditionFailed,
@@ -39,7 +57,7 @@ def _checked_cursor(cursor: str | None, attr: str, expected: str) -> Item | None
     return start
 
 
-class TableStore:
+class TableStore(HierarchyStore):
     """The Store port over one table."""
 
     def __init__(self, table: Table) -> None:
@@ -87,15 +105,19 @@ class TableStore:
         return True
 
     async def load_turn_context(self, chat_id: str, user_id: str) -> TurnContext | None:
-        found = await self.table.batch_get([it.meta_key(chat_id), it.summary_key(chat_id)])
-        by_sk = {i[SK]: i for i in found}
-        meta = by_sk.get(it.META)
+        """The chat, its rolling summary and the user's profile: one BatchGetItem."""
+        keys = [it.meta_key(chat_id), it.summary_key(chat_id), it.profile_key(user_id)]
+        found = await self.table.batch_get(keys)
+        by_key = {(i[PK], i[SK]): i for i in found}
+        meta = by_key.get((it.chat_pk(chat_id), it.META))
         if meta is None or meta.get("userId") != user_id:
             return None
-        summary = by_sk.get(it.SUMMARY)
+        summary = by_key.get((it.chat_pk(chat_id), it.SUMMARY))
+        profile = by_key.get((it.user_pk(user_id), "PROFILE"))
         return TurnContext(
             chat=it.chat_from_item(meta),
             summary=it.summary_from_item(summary) if summary else None,
+            profile=it.profile_from_item(profile) if profile else None,
         )
 
     async def list_messages(self, chat_id: str, user_id: str, limit: int, cursor: str | None) -> MessagePage | None:
@@ -132,36 +154,82 @@ class TableStore:
                 return found
             start = page.last_key
 
-    def _lease_op(self, chat: Chat, run: Run, lease_ms: int, add_messages: int) -> UpdateOp:
+    def _lease_op(
+        self, chat: Chat, run: Run, lease_ms: int, add_messages: int, plan: SessionPlan | None = None
+    ) -> UpdateOp:
         free = Condition.of(exists(PK)).any_of(not_exists("activeRunId"), lt("leaseExpiresAt", run.started_at))
+        values: dict[str, object] = {"activeRunId": run.run_id, "leaseExpiresAt": run.started_at + lease_ms}
+        if plan is not None:
+            expected = plan.expected_session_id
+            free = free.any_of(not_exists("sessionId")) if expected is None else free.any_of(eq("sessionId", expected))
+            if plan.open_session_id is not None and plan.idle_due_ms is not None:
+                values.update(
+                    {
+                        "sessionId": plan.open_session_id,
+                        "sessionStartedAt": run.started_at,
+                        GSI2.pk: f"IDLE#{plan.chat_shard}",
+                        GSI2.sk: f"{plan.idle_due_ms:015d}",
+                    }
+                )
         return UpdateOp(
             it.meta_key(chat.chat_id),
-            Update(
-                set={"activeRunId": run.run_id, "leaseExpiresAt": run.started_at + lease_ms},
-                add={"messageCount": add_messages} if add_messages else {},
-            ),
+            Update(set=values, add={"messageCount": add_messages} if add_messages else {}),
             free,
         )
 
-    async def begin_turn(self, chat: Chat, run: Run, user_message: Message, lease_ms: int) -> None:
+    @staticmethod
+    def _daymark_put(plan: SessionPlan | None) -> list[WriteOp]:
+        if plan is None or plan.daymark is None:
+            return []
+        mark = plan.daymark
+        item = {
+            **it.daymark_key(mark.user_id, mark.date),
+            "userId": mark.user_id,
+            "date": mark.date,
+            GSI3.pk: f"DAYCLOSE#{mark.bucket}#{mark.shard}",
+            GSI3.sk: f"{mark.close_ms:015d}#{mark.user_id}",
+            "expiresAt": mark.close_ms // 1000 + DAYMARK_TTL_S,
+        }
+        # Written once per user-day: a marker the daily job already processed is left alone.
+        return [Put(item, Condition.of(not_exists("doneAt")))]
+
+    async def begin_turn(
+        self, chat: Chat, run: Run, user_message: Message, lease_ms: int, plan: SessionPlan | None = None
+    ) -> None:
         ops: list[WriteOp] = [
             Put(
                 {**it.request_key(chat.chat_id, run.request_id), "runId": run.run_id},
                 Condition.of(not_exists(PK)),
             ),
-            self._lease_op(chat, run, lease_ms, add_messages=1),
+            self._lease_op(chat, run, lease_ms, add_messages=1, plan=plan),
             Put(it.message_to_item(user_message), Condition.of(not_exists(PK))),
             Put(it.run_to_item(run), Condition.of(not_exists(PK))),
             self._pointer_put(run),
         ]
+        marker = self._daymark_put(plan)
         try:
-            await self.table.transact(ops)
+            try:
+                await self.table.transact(ops + marker)
+            except TransactionFailed as failed:
+                if not (marker and failed.reasons[-1] and not any(failed.reasons[:-1])):
+                    raise
+                await self.table.transact(ops)  # the day was processed already: the marker stays as it is
         except TransactionFailed as failed:
             if failed.reasons and failed.reasons[0]:
                 previous = await self._run_for_request(chat.chat_id, run.request_id)
                 if previous is not None:
                     raise DuplicateRequest(previous) from failed
+            await self._explain_meta_failure(chat, run)
             raise RunInProgress("another turn is running in this conversation") from failed
+
+    async def _explain_meta_failure(self, chat: Chat, run: Run) -> None:
+        """A free lease but a failed META condition: the session moved under us (SessionChanged)."""
+        meta = await self.table.get(it.meta_key(chat.chat_id))
+        if meta is None:
+            return
+        lease_free = "activeRunId" not in meta or int(meta.get("leaseExpiresAt", 0)) < run.started_at
+        if lease_free and meta.get("sessionId") != chat.session_id:
+            raise SessionChanged(it.chat_from_item(meta))
 
     async def restart_turn(self, chat: Chat, previous: Run, run: Run, lease_ms: int) -> None:
         ops: list[WriteOp] = [

@@ -1,0 +1,113 @@
+"""Daily summaries: find the user-days that closed, and summarise each (upsert), deferring active users."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+from agent_core.domain.ids import now_ms
+from agent_core.domain.jobs import DailySummaryJob, Job
+from agent_core.domain.models import Chat, DailySummary, Kind, Message, Role, SessionSummary
+from agent_core.jobs.report import JobReport
+from agent_core.memory.calendar import close_bucket, day_bounds, id_ceiling, id_floor, zone
+from agent_core.memory.sessions import now_ms_of
+from agent_core.memory.summarize import summarise, transcript
+from agent_core.observability import logger
+from agent_core.runtime.deps import RunDeps
+from agent_core.store.schema import SHARDS
+
+ACTIVE_WINDOW_MS = 10 * 60_000
+DEFER_S = 600
+MAX_DEFERRALS = 6
+RAW_MESSAGES_PER_CHAT = 60
+
+
+async def enqueue_closed_days(deps: RunDeps, now: datetime) -> JobReport:
+    """At hh:30: the buckets of the hour just past and of this hour up to now (+05:30 and +05:45 zones)."""
+    report = JobReport()
+    now_ms_ = now_ms_of(now)
+    hour = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+    jobs: list[Job] = []
+    for bucket_start in (hour - timedelta(hours=1), hour):
+        bucket = close_bucket(now_ms_of(bucket_start))
+        for index in range(SHARDS):
+            for user_id, day in await deps.store.day_marks(bucket, index, now_ms_):
+                report.scanned += 1
+                jobs.append(DailySummaryJob(user_id=user_id, date=day, now_ms=now_ms_))
+    await deps.queue.enqueue_many(jobs)
+    report.enqueued = len(jobs)
+    return report
+
+
+async def _day_material(
+    deps: RunDeps, chats: list[Chat], day: str, start_ms: int, end_ms: int
+) -> tuple[list[SessionSummary], list[Message], list[Chat]]:
+    """The day's session summaries; raw messages for chats whose sessions are not summarised yet."""
+    sessions: list[SessionSummary] = []
+    raw: list[Message] = []
+    active: list[Chat] = []
+    for chat in chats:
+        messages = await deps.store.messages_between(chat.chat_id, id_floor(start_ms), id_ceiling(end_ms - 1))
+        normal = [m for m in messages if m.kind == Kind.NORMAL]
+        if not normal:
+            continue
+        active.append(chat)
+        done = [s for s in await deps.store.list_sessions(chat.chat_id) if s.local_date == day]
+        summarised = [s for s in done if not s.skipped and s.summary]
+        sessions += summarised
+        covered_until = max((s.ended_at for s in done), default=0)
+        raw += [m for m in normal if m.created_at > covered_until][-RAW_MESSAGES_PER_CHAT:]
+    return sessions, raw, active
+
+
+async def summarize_day(deps: RunDeps, job: DailySummaryJob) -> bool:
+    """Upsert the user's day summary and write it into each chat active that day. False: nothing written."""
+    store = deps.store
+    if await store.is_day_done(job.user_id, job.date):
+        return False
+    now_ms_ = job.now_ms or now_ms()
+    recent = await store.chats_active_since(job.user_id, now_ms_ - ACTIVE_WINDOW_MS)
+    if any(c.last_activity_at <= now_ms_ for c in recent) and job.deferrals < MAX_DEFERRALS:
+        # The user is still talking: summarise later (a delayed message, not a failure).
+        await deps.queue.enqueue(job.model_copy(update={"deferrals": job.deferrals + 1}), delay_s=DEFER_S)
+        return False
+    profile = await store.get_profile(job.user_id)
+    tz = zone(profile.timezone if profile else None, deps.settings.default_timezone)
+    start_ms, end_ms = day_bounds(date.fromisoformat(job.date), tz)
+    chats = await store.chats_active_since(job.user_id, start_ms)
+    sessions, raw, active = await _day_material(deps, chats, job.date, start_ms, end_ms)
+    if not active:
+        logger.info("no activity that day", extra={"userId": job.user_id, "date": job.date})
+        await store.mark_day_done(job.user_id, job.date, now_ms_)
+        return False
+    message_count = sum(s.message_count for s in sessions) + len(raw)
+    if len(sessions) == 1 and not raw:
+        text, topics = sessions[0].summary, sessions[0].key_topics  # one session: reuse it, no LLM call
+    else:
+        parts = [f"Session summary ({s.local_date}): {s.summary}" for s in sessions]
+        if raw:
+            parts.append("Messages not yet summarised:\n" + transcript(raw, max_chars_per_message=500))
+        result = await summarise(deps.llm, deps.settings.model, "\n\n".join(parts), kind="daily")
+        text, topics = result.summary, result.key_topics
+    day = DailySummary(
+        user_id=job.user_id,
+        date=job.date,
+        summary=text,
+        key_topics=topics[:5],
+        session_count=len(sessions) or 1,
+        message_count=message_count,
+        updated_at=now_ms_,
+    )
+    await store.put_daily(day)
+    for chat in active:
+        await store.put_daily_message(
+            Message(
+                id=f"DAY#{job.date}",
+                chat_id=chat.chat_id,
+                role=Role.SYSTEM,
+                kind=Kind.DAILY_SUMMARY,
+                content=text,
+                created_at=end_ms - 1,
+            )
+        )
+    await store.mark_day_done(job.user_id, job.date, now_ms_)
+    return True

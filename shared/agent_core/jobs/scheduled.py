@@ -1,0 +1,24 @@
+"""The scheduled jobs' entry logic: find the work due at `now` and enqueue it (no Scan, bounded queries)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from agent_core.jobs.report import JobReport
+from agent_core.runtime.deps import RunDeps
+
+__all__ = ["JobReport", "run_daily_summary", "run_idle_sessions"]
+
+
+async def run_idle_sessions(deps: RunDeps, now: datetime) -> JobReport:
+    """Close sessions idle past their due time (each exactly once) and fail runs whose lease expired."""
+    from agent_core.jobs.sessions import close_idle_sessions
+
+    return await close_idle_sessions(deps, now)
+
+
+async def run_daily_summary(deps: RunDeps, now: datetime) -> JobReport:
+    """Enqueue one daily-summary job per user-day whose local day closed in the hours just past."""
+    from agent_core.jobs.daily import enqueue_closed_days
+
+    return await enqueue_closed_days(deps, now)

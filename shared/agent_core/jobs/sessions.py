@@ -1,0 +1,84 @@
+"""Session jobs: close idle sessions (exactly once), summarise each ended session, then queue profile facts."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from agent_core.domain.jobs import Job, ProfileJob, SessionSummaryJob
+from agent_core.domain.models import Kind, SessionSummary
+from agent_core.jobs.report import JobReport
+from agent_core.memory.calendar import id_ceiling, id_floor, local_date, zone
+from agent_core.memory.sessions import now_ms_of, too_little
+from agent_core.memory.summarize import summarise
+from agent_core.observability import logger
+from agent_core.runtime.deps import RunDeps
+from agent_core.store.schema import SHARDS
+
+IDLE_PAGE = 200
+
+
+async def summarize_session(deps: RunDeps, job: SessionSummaryJob) -> bool:
+    """Write the session's summary once (idempotent); then queue the profile extraction. False: nothing to do."""
+    store = deps.store
+    if await store.get_session(job.chat_id, job.session_id) is not None:
+        return False
+    chat = await store.get_chat(job.chat_id, job.user_id)
+    if chat is None:
+        logger.info("session summary dropped: the chat is gone", extra={"chatId": job.chat_id})
+        return False
+    profile = await store.get_profile(job.user_id)
+    tz = zone(profile.timezone if profile else None, deps.settings.default_timezone)
+    span = await store.messages_between(job.chat_id, id_floor(job.started_at), id_ceiling(job.ended_at))
+    messages = [m for m in span if m.kind == Kind.NORMAL]
+    session = SessionSummary(
+        chat_id=job.chat_id,
+        session_id=job.session_id,
+        user_id=job.user_id,
+        message_count=len(messages),
+        local_date=local_date(job.started_at, tz).isoformat(),
+        started_at=job.started_at,
+        ended_at=job.ended_at,
+    )
+    if too_little(messages):
+        session.skipped = True
+        return await store.put_session(session)
+    result = await summarise(deps.llm, deps.settings.model, messages, kind="session")
+    session.summary, session.key_topics = result.summary, result.key_topics
+    written = await store.put_session(session)
+    if written:
+        await deps.queue.enqueue(ProfileJob(chat_id=job.chat_id, user_id=job.user_id, session_id=job.session_id))
+    return written
+
+
+async def close_idle_sessions(deps: RunDeps, now: datetime) -> JobReport:
+    """Every shard of the idle index: close sessions past due (once), move the due of active ones, fail dead runs."""
+    report = JobReport()
+    now_ms = now_ms_of(now)
+    idle_ms = deps.settings.idle_timeout_minutes * 60_000
+    jobs: list[Job] = []
+    for index in range(SHARDS):
+        for chat in await deps.store.idle_candidates(index, now_ms, IDLE_PAGE):
+            report.scanned += 1
+            stale = chat.active_run_id is not None and (chat.lease_expires_at or 0) < now_ms
+            if stale and await deps.store.fail_stale_run(chat.chat_id, str(chat.active_run_id), now_ms):
+                report.details["runs_failed"] = report.details.get("runs_failed", 0) + 1
+            if chat.session_id is None:
+                continue
+            due = chat.last_activity_at + idle_ms
+            if due > now_ms:
+                await deps.store.move_idle_due(chat.chat_id, chat.session_id, due)
+                report.skipped += 1
+                continue
+            if await deps.store.close_session(chat.chat_id, chat.session_id):
+                jobs.append(
+                    SessionSummaryJob(
+                        chat_id=chat.chat_id,
+                        user_id=chat.user_id,
+                        session_id=chat.session_id,
+                        started_at=chat.session_started_at or chat.last_activity_at,
+                        ended_at=chat.last_activity_at,
+                    )
+                )
+    await deps.queue.enqueue_many(jobs)
+    report.enqueued = len(jobs)
+    return report

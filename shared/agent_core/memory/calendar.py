@@ -1,0 +1,56 @@
+"""Local dates in a user's zone: day bounds, the UTC hour a local day closes in, id bounds for time ranges."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from agent_core.domain.ids import base36
+from agent_core.observability import logger
+
+
+def zone(name: str | None, default: str) -> ZoneInfo:
+    """The user's zone; an invalid name falls back to the default (logged)."""
+    for candidate in (name, default, "UTC"):
+        if not candidate:
+            continue
+        try:
+            return ZoneInfo(candidate)
+        except (ZoneInfoNotFoundError, ValueError):
+            logger.warning("invalid time zone, using the default", extra={"timezone": candidate})
+    return ZoneInfo("UTC")
+
+
+def to_ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def local_date(ms: int, tz: ZoneInfo) -> date:
+    return datetime.fromtimestamp(ms / 1000, UTC).astimezone(tz).date()
+
+
+def day_bounds(day: date, tz: ZoneInfo) -> tuple[int, int]:
+    """[start, end) of a local day in epoch millis (DST days are 23 or 25 hours long)."""
+    start = datetime.combine(day, time.min, tzinfo=tz)
+    end = datetime.combine(day + timedelta(days=1), time.min, tzinfo=tz)
+    return to_ms(start), to_ms(end)
+
+
+def close_bucket(close_ms: int) -> str:
+    """The UTC hour in which an instant falls, as yyyymmddhh (the day-marker index bucket)."""
+    return datetime.fromtimestamp(close_ms / 1000, UTC).strftime("%Y%m%d%H")
+
+
+def shard(key: str, shards: int) -> int:
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % shards
+
+
+def id_floor(ms: int) -> str:
+    """A bound no message id at or after `ms` sorts below."""
+    return f"{base36(max(ms, 0), 9)}0000000"
+
+
+def id_ceiling(ms: int) -> str:
+    """A bound every message id at or before `ms` sorts below."""
+    return f"{base36(ms, 9)}zzzzzzz"

@@ -1,0 +1,81 @@
+"""Recall for time queries: the precomputed daily summaries of a range, with bounded fallbacks, no LLM call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from zoneinfo import ZoneInfo
+
+from agent_core.domain.models import Chat, Kind, Message
+from agent_core.memory.calendar import day_bounds, id_ceiling, id_floor
+from agent_core.memory.summarize import transcript
+from agent_core.memory.time_query import TimeRange
+from agent_core.store.base import Store
+
+RAW_PER_DAY = 40
+DETAIL_MESSAGES = 120
+MAX_DAYS = 62
+
+
+@dataclass
+class Recall:
+    """What the records say about a range, ready for one prompt."""
+
+    days: list[str] = field(default_factory=list)  # one block per day that has records
+    details: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.days
+
+    def text(self) -> str:
+        out = "\n\n".join(self.days)
+        if self.details:
+            out += "\n\nExact messages from that time:\n" + "\n".join(self.details)
+        return out
+
+
+async def recall(store: Store, user_id: str, span: TimeRange, tz: ZoneInfo, *, detail: bool) -> Recall:
+    """Daily summaries first; for days without one, session summaries, else raw messages (bounded)."""
+    start = max(span.start, span.end - timedelta(days=MAX_DAYS - 1))
+    summaries = {d.date: d for d in await store.daily_range(user_id, start.isoformat(), span.end.isoformat())}
+    range_start_ms, _ = day_bounds(start, tz)
+    chats = await store.chats_active_since(user_id, range_start_ms)
+    result = Recall()
+    day = start
+    while day <= span.end:
+        key = day.isoformat()
+        if key in summaries:
+            topics = ", ".join(summaries[key].key_topics)
+            result.days.append(f"{key} (topics: {topics}):\n{summaries[key].summary}")
+        else:
+            block = await _fallback(store, chats, day, tz)
+            if block:
+                result.days.append(f"{key}:\n{block}")
+        day += timedelta(days=1)
+    if detail and result.days:
+        result.details = await _raw_lines(store, chats, start, span.end, tz, DETAIL_MESSAGES)
+    return result
+
+
+async def _fallback(store: Store, chats: list[Chat], day: date, tz: ZoneInfo) -> str:
+    """A day without a daily summary (today, or not yet summarised): its session summaries, else raw messages."""
+    key = day.isoformat()
+    sessions = [s for c in chats for s in await store.list_sessions(c.chat_id) if s.local_date == key and s.summary]
+    if sessions:
+        return "\n".join(f"- {s.summary}" for s in sessions)
+    lines = await _raw_lines(store, chats, day, day, tz, RAW_PER_DAY)
+    return "\n".join(lines)
+
+
+async def _raw_lines(
+    store: Store, chats: list[Chat], first: date, last: date, tz: ZoneInfo, limit: int
+) -> list[str]:
+    start_ms, _ = day_bounds(first, tz)
+    _, end_ms = day_bounds(last, tz)
+    found: list[Message] = []
+    for chat in chats:
+        messages = await store.messages_between(chat.chat_id, id_floor(start_ms), id_ceiling(end_ms - 1))
+        found += [m for m in messages if m.kind == Kind.NORMAL and m.content]
+    found.sort(key=lambda m: m.id)
+    return transcript(found[-limit:], max_chars_per_message=400).splitlines()

@@ -1,0 +1,22 @@
+"""Ending a session on request (POST /api/ap/chat/{chatId}/end)."""
+
+from __future__ import annotations
+
+from agent_core.domain.jobs import SessionSummaryJob
+from agent_core.domain.models import Chat
+from agent_core.runtime.deps import RunDeps
+
+
+async def end_session(deps: RunDeps, chat: Chat, at_ms: int) -> SessionSummaryJob | None:
+    """Close the chat's open session now (POST /api/ap/chat/{chatId}/end); None when none was open."""
+    if chat.session_id is None or not await deps.store.close_session(chat.chat_id, chat.session_id):
+        return None
+    job = SessionSummaryJob(
+        chat_id=chat.chat_id,
+        user_id=chat.user_id,
+        session_id=chat.session_id,
+        started_at=chat.session_started_at or chat.last_activity_at,
+        ended_at=max(chat.last_activity_at, chat.session_started_at or 0),
+    )
+    await deps.queue.enqueue(job)
+    return job

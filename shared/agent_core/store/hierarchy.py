@@ -1,0 +1,153 @@
+"""Hierarchical memory on the Table port: sessions, day markers, daily summaries, profiles."""
+
+from __future__ import annotations
+
+from agent_core.domain.models import Chat, DailySummary, Message, Profile, RunStatus, SessionSummary
+from agent_core.store import items as it
+from agent_core.store.schema import GSI1, GSI2, GSI3, PK, SK
+from agent_core.store.table import (
+    Condition,
+    ConditionFailed,
+    Item,
+    SkRange,
+    Table,
+    TransactionFailed,
+    Update,
+    UpdateOp,
+    eq,
+    lt,
+    not_exists,
+)
+
+
+class HierarchyStore:
+    """Sessions, day markers, daily summaries and profiles (hierarchical memory) on the Table port."""
+
+    table: Table
+
+    async def get_profile(self, user_id: str) -> Profile | None:
+        item = await self.table.get(it.profile_key(user_id))
+        return it.profile_from_item(item) if item else None
+
+    async def put_profile(self, profile: Profile) -> None:
+        await self.table.put(it.profile_to_item(profile))
+
+    async def delete_profile(self, user_id: str) -> bool:
+        if await self.table.get(it.profile_key(user_id)) is None:
+            return False
+        await self.table.delete(it.profile_key(user_id))
+        return True
+
+    async def get_session(self, chat_id: str, session_id: str) -> SessionSummary | None:
+        item = await self.table.get(it.session_key(chat_id, session_id))
+        return it.session_from_item(item) if item else None
+
+    async def put_session(self, session: SessionSummary) -> bool:
+        """Write a session summary once; False when it exists already (the job ran before)."""
+        try:
+            await self.table.put(it.session_to_item(session), Condition.of(not_exists(PK)))
+        except ConditionFailed:
+            return False
+        return True
+
+    async def list_sessions(self, chat_id: str) -> list[SessionSummary]:
+        page = await self.table.query(it.chat_pk(chat_id), SkRange(begins_with="SESSION#"), limit=1000)
+        return [it.session_from_item(i) for i in page.items]
+
+    async def idle_candidates(self, shard: int, due_by_ms: int, limit: int) -> list[Chat]:
+        page = await self.table.query(
+            f"IDLE#{shard}", SkRange(low="0", high=f"{due_by_ms:015d}"), index=GSI2.name, limit=limit
+        )
+        return [it.chat_from_item(i) for i in page.items if i[SK] == it.META]
+
+    async def move_idle_due(self, chat_id: str, session_id: str, due_ms: int) -> bool:
+        try:
+            await self.table.update(
+                it.meta_key(chat_id), Update(set={GSI2.sk: f"{due_ms:015d}"}), Condition.of(eq("sessionId", session_id))
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    async def close_session(self, chat_id: str, session_id: str) -> bool:
+        """End the open session exactly once: a conditional write, whoever (turn or job) gets there first."""
+        try:
+            await self.table.update(
+                it.meta_key(chat_id),
+                Update(remove=("sessionId", "sessionStartedAt", GSI2.pk, GSI2.sk)),
+                Condition.of(eq("sessionId", session_id)),
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    async def fail_stale_run(self, chat_id: str, run_id: str, now_ms: int) -> bool:
+        """A run whose lease expired (its Lambda died): mark it failed and free the lease."""
+        try:
+            await self.table.transact(
+                [
+                    UpdateOp(
+                        it.run_key(chat_id, run_id),
+                        Update(set={"status": RunStatus.FAILED.value, "errorCode": "lease_expired", "endedAt": now_ms}),
+                        Condition.of(eq("status", RunStatus.RUNNING.value)),
+                    ),
+                    UpdateOp(
+                        it.meta_key(chat_id),
+                        Update(remove=("activeRunId", "leaseExpiresAt")),
+                        Condition.of(eq("activeRunId", run_id), lt("leaseExpiresAt", now_ms)),
+                    ),
+                ]
+            )
+        except TransactionFailed:
+            return False
+        return True
+
+    async def day_marks(self, bucket: str, shard: int, closed_by_ms: int) -> list[tuple[str, str]]:
+        """(user, date) of the markers in one bucket whose day closed by `closed_by_ms`, not yet done."""
+        found: list[tuple[str, str]] = []
+        start: Item | None = None
+        high = f"{closed_by_ms:015d}#~"
+        while True:
+            page = await self.table.query(
+                f"DAYCLOSE#{bucket}#{shard}", SkRange(low="0", high=high), index=GSI3.name, limit=500, start_key=start
+            )
+            found += [(i["userId"], i["date"]) for i in page.items if "doneAt" not in i]
+            if page.last_key is None:
+                return found
+            start = page.last_key
+
+    async def is_day_done(self, user_id: str, date: str) -> bool:
+        item = await self.table.get(it.daymark_key(user_id, date))
+        return bool(item and "doneAt" in item)
+
+    async def mark_day_done(self, user_id: str, date: str, at_ms: int) -> None:
+        await self.table.update(it.daymark_key(user_id, date), Update(set={"doneAt": at_ms, "userId": user_id}))
+
+    async def chats_active_since(self, user_id: str, since_ms: int) -> list[Chat]:
+        """The user's chats with activity at or after `since_ms`, newest first (gsi1)."""
+        chats: list[Chat] = []
+        start: Item | None = None
+        while True:
+            page = await self.table.query(
+                it.user_chats_pk(user_id),
+                SkRange(low=f"{since_ms:015d}", high="~"),
+                index=GSI1.name,
+                forward=False,
+                limit=100,
+                start_key=start,
+            )
+            chats += [it.chat_from_item(i) for i in page.items]
+            if page.last_key is None:
+                return chats
+            start = page.last_key
+
+    async def put_daily(self, day: DailySummary) -> None:
+        await self.table.put(it.daily_to_item(day))
+
+    async def daily_range(self, user_id: str, start: str, end: str) -> list[DailySummary]:
+        page = await self.table.query(it.user_pk(user_id), SkRange(low=f"DAY#{start}", high=f"DAY#{end}"), limit=400)
+        return [it.daily_from_item(i) for i in page.items]
+
+    async def put_daily_message(self, message: Message) -> None:
+        """The DAILY_SUMMARY message under its deterministic key: reruns overwrite; activity is not touched."""
+        await self.table.put(it.message_to_item(message))
