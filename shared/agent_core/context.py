@@ -18,6 +18,7 @@ from agent_core.store.memory_blob import MemoryBlobStore
 from agent_core.store.table import Table
 from agent_core.store.table_store import TableStore
 from agent_core.tools.builtin.http_get import HttpGetTool
+from agent_core.tools.builtin.memory_tools import GetUserProfileTool, SearchChatHistoryTool
 from agent_core.tools.builtin.save_file import SaveFileTool
 from agent_core.tools.builtin.time import TimeTool
 from agent_core.tools.frontend import AskUserTool
@@ -59,7 +60,7 @@ def build_table(settings: Settings) -> Table:
 
 
 def build_registry(settings: Settings) -> ToolRegistry:
-    tools = [TimeTool(), HttpGetTool(), SaveFileTool(), AskUserTool()]
+    tools = [TimeTool(), HttpGetTool(), SaveFileTool(), AskUserTool(), GetUserProfileTool(), SearchChatHistoryTool()]
     return ToolRegistry(tools, default_timezone=settings.default_timezone)
 
 

@@ -10,6 +10,7 @@ import time
 _ALPHABET = string.digits + string.ascii_lowercase
 _lock = threading.Lock()
 _last = [0, 0]
+_counters: dict[int, int] = {}
 
 
 def base36(value: int, width: int = 0) -> str:
@@ -30,14 +31,28 @@ def _random(n: int) -> str:
 
 
 def sortable_id(at_ms: int | None = None) -> str:
-    """Lexicographically sortable id: millis, a per-process counter, then randomness."""
-    ms = at_ms if at_ms is not None else now_ms()
+    """Lexicographically sortable id: millis, a per-process counter, then randomness.
+
+    Without `at_ms` the ids are monotonic even if the clock steps back. With `at_ms` (a turn's clock,
+    which X-Agent-Now may set in the past) the id encodes exactly that millisecond.
+    """
     with _lock:
-        if ms <= _last[0]:
-            ms, counter = _last[0], _last[1] + 1
+        if at_ms is None:
+            ms = now_ms()
+            if ms <= _last[0]:
+                ms, counter = _last[0], _last[1] + 1
+            else:
+                counter = 0
+            _last[0], _last[1] = ms, counter
         else:
-            counter = 0
-        _last[0], _last[1] = ms, counter
+            ms = at_ms
+            if len(_counters) > 10_000:
+                _counters.clear()
+            counter = _counters.get(ms, -1) + 1
+            _counters[ms] = counter
+            if ms == _last[0]:
+                counter = max(counter, _last[1] + 1)
+                _last[1] = counter
     return f"{base36(ms, 9)}{base36(counter, 3)}{_random(4)}"
 
 

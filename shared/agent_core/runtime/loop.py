@@ -299,6 +299,7 @@ class TurnRunner:
             run_id=self.run.run_id,
             blobs=self.deps.blobs,
             frontend=self.bridge,
+            store=self.deps.store,
         )
 
     async def announce(self, calls: list[ToolCall]) -> AsyncIterator[Event]:

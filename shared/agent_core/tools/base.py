@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from pydantic import BaseModel
 
 from agent_core.config import Settings
+from agent_core.store.base import Store
 from agent_core.store.blob import BlobStore
 
 ToolKind = Literal["backend", "mcp", "frontend", "action"]
@@ -36,6 +37,7 @@ class ToolContext:
     tool_call_id: str = ""
     blobs: BlobStore | None = None
     frontend: FrontendBridge | None = None
+    store: Store | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -1,0 +1,50 @@
+"""Memory the user can see and end (chat function): end a session, see or erase the profile."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+
+from agent_core.api.deps import app_context, current_user, request_now
+from agent_core.context import AppContext
+from agent_core.domain.ids import now_ms
+from agent_core.errors import NotFound
+from agent_core.memory.calendar import to_ms
+from agent_core.runtime.session_end import end_session
+
+router = APIRouter(prefix="/api/ap", tags=["memory"])
+
+Ctx = Annotated[AppContext, Depends(app_context)]
+User = Annotated[str, Depends(current_user)]
+
+
+@router.post("/chat/{chat_id}/end")
+async def end_chat_session(chat_id: str, request: Request, ctx: Ctx, user: User) -> Any:
+    """End the chat's open session now; its summary is written in the background."""
+    chat = await ctx.deps.store.get_chat(chat_id, user)
+    if chat is None:
+        raise NotFound("chat not found", param="chatId", code="chat_not_found")
+    override = request_now(request)
+    job = await end_session(ctx.deps, chat, to_ms(override) if override else now_ms())
+    if ctx.settings.in_lambda:
+        await ctx.queue.join()
+    return {"chatId": chat_id, "ended": job is not None, "sessionId": job.session_id if job else None}
+
+
+@router.get("/profile")
+async def get_profile(ctx: Ctx, user: User) -> Any:
+    profile = await ctx.deps.store.get_profile(user)
+    facts = profile.facts if profile else []
+    return {
+        "userId": user,
+        "timezone": (profile.timezone if profile else None) or ctx.settings.default_timezone,
+        "facts": [{"aspect": f.aspect, "key": f.key, "value": f.value, "sourceDate": f.source_date} for f in facts],
+    }
+
+
+@router.delete("/profile", status_code=204)
+async def delete_profile(ctx: Ctx, user: User) -> Response:
+    """Erase everything remembered about the caller."""
+    await ctx.deps.store.delete_profile(user)
+    return Response(status_code=204)

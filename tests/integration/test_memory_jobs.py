@@ -1,0 +1,220 @@
+"""Hierarchical memory: sessions and the idle job, daily summaries, profile facts, time queries in one call."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+
+from agent_core.api import routes
+from agent_core.api.app import build_app
+from agent_core.context import AppContext, build_context
+from agent_core.domain.jobs import DailySummaryJob, Job
+from agent_core.domain.models import DailySummary, Kind
+from agent_core.jobs.scheduled import run_daily_summary, run_idle_sessions
+from agent_core.llm.base import LlmRequest
+from agent_core.store.memory import MemoryTable
+from tests.support.fake_llm import Reply, ScriptedLlm
+from tests.support.fixtures import make_settings
+
+DAY1 = datetime(2026, 1, 7, 2, 0, tzinfo=UTC)  # 10:00 in Shanghai on the 7th
+
+
+class JsonLlm(ScriptedLlm):
+    """Summaries as the JSON the summarise function asks for; profile extraction returns one fact."""
+
+    async def stream(self, request: LlmRequest) -> Any:
+        if request.purpose != "summarize":
+            async for delta in super().stream(request):
+                yield delta
+            return
+        self.requests.append(request)
+        instruction = str(request.messages[0]["content"])
+        from agent_core.llm.base import LlmDelta
+
+        if '"facts"' in instruction:
+            yield LlmDelta(content='{"facts": [{"aspect": "budget", "key": "trip", "value": "about 8000 CNY"}]}')
+        else:
+            yield LlmDelta(content='{"summary": "The user planned a trip to Kyoto in April.", "keyTopics": ["Kyoto", "April trip"]}')
+        yield LlmDelta(finish_reason="stop")
+
+
+def _context(llm: Any, **settings: Any) -> AppContext:
+    return build_context(
+        make_settings(AGENT_ALLOW_CLOCK_OVERRIDE="true", **settings), table=MemoryTable(), llm=llm, audit=lambda _: None
+    )
+
+
+def _client(context: AppContext, user: str = "alice") -> httpx.AsyncClient:
+    app = build_app(*routes.local, context=context)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t", headers={"X-User-Id": user})
+
+
+async def _say(client: httpx.AsyncClient, chat_id: str | None, message: str, at: datetime) -> str:
+    body: dict[str, Any] = {"message": message}
+    if chat_id:
+        body["chatId"] = chat_id
+    response = await client.post("/api/ap/query", json=body, headers={"X-Agent-Now": at.isoformat()})
+    assert response.status_code == 200, response.text
+    first = next(line for line in response.text.splitlines() if line.startswith("data: "))
+    return str(__import__("json").loads(first[6:])["chatId"])
+
+
+async def test_idle_job_closes_each_session_once_then_summary_and_profile() -> None:
+    llm = JsonLlm()
+    context = _context(llm)
+    async with _client(context) as client:
+        chat_id = await _say(client, None, "I want to visit Kyoto in April", DAY1)
+        await _say(client, chat_id, "my budget is about 8000 CNY", DAY1 + timedelta(minutes=2))
+        meta = await context.deps.store.get_chat(chat_id, "alice")
+        assert meta is not None and meta.session_id is not None
+        # Not idle yet at +20 min: nothing closes, the due moves
+        early = await run_idle_sessions(context.deps, DAY1 + timedelta(minutes=20))
+        assert early.enqueued == 0
+        # Two overlapping idle jobs at +40 min: the session is summarised exactly once
+        reports = await asyncio.gather(
+            run_idle_sessions(context.deps, DAY1 + timedelta(minutes=40)),
+            run_idle_sessions(context.deps, DAY1 + timedelta(minutes=40)),
+        )
+        assert sorted(r.enqueued for r in reports) == [0, 1]
+        await context.queue.join()
+    sessions = await context.deps.store.list_sessions(chat_id)
+    assert len(sessions) == 1 and sessions[0].summary.startswith("The user planned a trip")
+    assert sessions[0].key_topics == ["Kyoto", "April trip"] and sessions[0].local_date == "2026-01-07"
+    profile = await context.deps.store.get_profile("alice")
+    assert profile is not None and [(f.aspect, f.value) for f in profile.facts] == [("budget", "about 8000 CNY")]
+    assert len([r for r in llm.requests if r.purpose == "summarize"]) == 2  # the session, then the profile facts
+
+
+async def test_a_turn_after_the_idle_timeout_ends_the_stale_session_and_opens_a_new_one() -> None:
+    context = _context(JsonLlm())
+    async with _client(context) as client:
+        chat_id = await _say(client, None, "first session, about Kyoto temples", DAY1)
+        await _say(client, chat_id, "and gardens in Kyoto too please", DAY1 + timedelta(minutes=1))
+        first = await context.deps.store.get_chat(chat_id, "alice")
+        await _say(client, chat_id, "a new topic: laptops", DAY1 + timedelta(hours=2))
+        await context.queue.join()
+    second = await context.deps.store.get_chat(chat_id, "alice")
+    assert first is not None and second is not None and first.session_id != second.session_id
+    assert [s.session_id for s in await context.deps.store.list_sessions(chat_id)] == [first.session_id]
+
+
+async def test_short_sessions_are_marked_done_without_an_llm_call() -> None:
+    llm = JsonLlm()
+    context = _context(llm)
+    async with _client(context) as client:
+        chat_id = await _say(client, None, "hi", DAY1)
+        assert (await client.post(f"/api/ap/chat/{chat_id}/end")).json()["ended"] is True
+        await context.queue.join()
+    sessions = await context.deps.store.list_sessions(chat_id)
+    assert len(sessions) == 1 and sessions[0].skipped
+    assert not [r for r in llm.requests if r.purpose == "summarize"]
+
+
+async def test_daily_job_summarises_the_closed_day_and_writes_it_into_the_chat() -> None:
+    llm = JsonLlm()
+    context = _context(llm)
+    async with _client(context) as client:
+        chat_id = await _say(client, None, "I want to visit Kyoto in April", DAY1)
+        await _say(client, chat_id, "with a budget of 8000 CNY", DAY1 + timedelta(minutes=1))
+        await run_idle_sessions(context.deps, DAY1 + timedelta(hours=1))
+        await context.queue.join()
+        # Shanghai's day of the 7th closes at 16:00 UTC: the 16:30 run picks it up
+        too_early = await run_daily_summary(context.deps, datetime(2026, 1, 7, 15, 30, tzinfo=UTC))
+        assert too_early.enqueued == 0
+        calls_before = len(llm.requests)
+        report = await run_daily_summary(context.deps, datetime(2026, 1, 7, 16, 30, tzinfo=UTC))
+        assert report.enqueued == 1
+        await context.queue.join()
+        messages = (await client.get(f"/api/v1/conversations/{chat_id}/messages")).json()["items"]
+    days = await context.deps.store.daily_range("alice", "2026-01-07", "2026-01-07")
+    assert len(days) == 1 and days[0].key_topics == ["Kyoto", "April trip"] and days[0].session_count == 1
+    assert len(llm.requests) == calls_before, "one session that day: its summary is reused, no LLM call"
+    daily = [m for m in messages if m["kind"] == Kind.DAILY_SUMMARY.value]
+    assert len(daily) == 1 and daily[0]["role"] == "SYSTEM" and daily[0]["id"] == "DAY#2026-01-07"
+    again = await run_daily_summary(context.deps, datetime(2026, 1, 7, 16, 30, tzinfo=UTC))
+    assert again.enqueued == 0, "a processed day is not summarised twice"
+
+
+async def test_a_user_still_active_is_deferred_with_a_delayed_message() -> None:
+    context = _context(JsonLlm())
+    sent: list[tuple[Job, int]] = []
+
+    class Recording:
+        async def enqueue(self, job: Job, delay_s: int = 0) -> None:
+            sent.append((job, delay_s))
+
+        async def enqueue_many(self, jobs: list[Job]) -> None:
+            sent.extend((j, 0) for j in jobs)
+
+    async with _client(context) as client:
+        await _say(client, None, "still chatting after midnight", datetime(2026, 1, 7, 16, 25, tzinfo=UTC))
+    context.deps.queue = Recording()
+    from agent_core.jobs.daily import summarize_day
+
+    now_ms = int(datetime(2026, 1, 7, 16, 30, tzinfo=UTC).timestamp() * 1000)
+    assert await summarize_day(context.deps, DailySummaryJob(user_id="alice", date="2026-01-07", now_ms=now_ms)) is False
+    assert len(sent) == 1 and sent[0][1] == 600 and isinstance(sent[0][0], DailySummaryJob)
+    assert sent[0][0].deferrals == 1
+
+
+async def test_time_query_is_answered_from_summaries_in_exactly_one_llm_call() -> None:
+    llm = JsonLlm(Reply(text="Yesterday you planned Kyoto."))
+    context = _context(llm)
+    await context.deps.store.put_daily(
+        DailySummary(user_id="alice", date="2026-01-07", summary="The user planned a Kyoto trip.", key_topics=["Kyoto"], updated_at=0)
+    )
+    async with _client(context) as client:
+        response = await client.post(
+            "/api/ap/query",
+            json={"message": "昨天我们聊了什么？"},
+            headers={"X-Agent-Now": "2026-01-08T03:00:00+00:00"},
+        )
+    events = [__import__("json").loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
+    route = next(e for e in events if e["type"] == "run.route")
+    assert route["mode"] == "time_query"
+    chat_calls = [r for r in llm.requests if r.purpose == "chat"]
+    assert len(chat_calls) == 1, "exactly one LLM call"
+    assert "The user planned a Kyoto trip." in chat_calls[0].messages[0]["content"]
+    assert "".join(e["delta"] for e in events if e["type"] == "content.delta") == "Yesterday you planned Kyoto."
+
+
+async def test_time_query_with_no_records_costs_no_llm_call() -> None:
+    llm = JsonLlm()
+    context = _context(llm)
+    async with _client(context, "bob") as client:
+        response = await client.post(
+            "/api/ap/query", json={"message": "what did we talk about last week?"}, headers={"X-Agent-Now": "2026-01-08T03:00:00+00:00"}
+        )
+    assert "I found no conversations from last week" in response.text
+    assert llm.requests == []
+
+
+async def test_profile_is_visible_and_erasable_and_joins_the_prompt() -> None:
+    llm = JsonLlm()
+    context = _context(llm)
+    from agent_core.domain.models import Profile, ProfileFact
+
+    await context.deps.store.put_profile(
+        Profile(user_id="alice", facts=[ProfileFact(aspect="interests", key="travel", value="Japan", source_date="2026-01-07")])
+    )
+    async with _client(context) as client:
+        shown = (await client.get("/api/ap/profile")).json()
+        assert shown["facts"] == [{"aspect": "interests", "key": "travel", "value": "Japan", "sourceDate": "2026-01-07"}]
+        await _say(client, None, "suggest something", DAY1)
+        assert "interests: travel: Japan" in llm.requests[-1].messages[1]["content"]
+        assert (await client.delete("/api/ap/profile")).status_code == 204
+        assert (await client.get("/api/ap/profile")).json()["facts"] == []
+    other = build_app(*routes.local, context=context)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=other), base_url="http://t", headers={"X-User-Id": "eve"}) as eve:
+        assert (await eve.get("/api/ap/profile")).json()["facts"] == []
+
+
+async def test_clock_override_stores_messages_at_that_time() -> None:
+    context = _context(JsonLlm())
+    async with _client(context) as client:
+        chat_id = await _say(client, None, "hello from the past", DAY1)
+        items = (await client.get(f"/api/v1/conversations/{chat_id}/messages")).json()["items"]
+    assert items[0]["createdAt"].startswith("2026-01-07T02:00")
