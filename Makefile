@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: install
-	$(BIN)/agent-core serve --host $(HOST) --port $(PORT)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/agent-core serve --host $(HOST) --port $(PORT)
 
 test: install
 	$(BIN)/ruff check shared functions tests bench

@@ -1,0 +1,50 @@
+"""The shipped example agent loads, and its MCP stdio server (mcp-server-time) serves a run with progressive answers."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_core.context import build_context
+from agent_core.runtime.agents import load_definitions
+from agent_core.store.memory import MemoryTable
+from tests.support.fake_llm import Reply, ScriptedLlm
+from tests.support.fixtures import make_settings
+from tests.support.runs import run_turn, text
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agents"
+
+
+def test_example_agents_validate() -> None:
+    agents = load_definitions(str(EXAMPLES))
+    assert [a.key for a in agents] == ["world-clock"]
+    assert agents[0].compose == "progressive" and agents[0].mcp_servers[0].transport == "stdio"
+
+
+async def test_world_clock_runs_an_mcp_stdio_tool_and_the_builtin_in_parallel(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `make run` puts the venv first on PATH, so the example's `python` has mcp-server-time
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    llm = ScriptedLlm(
+        Reply(
+            tool_calls=[
+                ("c_mcp", "clock__get_current_time", {"timezone": "Europe/London"}),
+                ("c_builtin", "time", {"timezone": "Asia/Tokyo"}),
+            ]
+        ),
+        Reply(text="London first."),
+        Reply(text="Also, Tokyo."),
+    )
+    context = build_context(
+        make_settings(AGENT_DEFINITIONS_DIR=str(EXAMPLES)), table=MemoryTable(), llm=llm, audit=lambda _: None
+    )
+    events = await run_turn(context, "world-clock", "compare London and Tokyo")
+    results = {e["toolId"]: e for e in events if e["type"] == "tool.result"}
+    assert results["c_mcp"]["status"] == "ok" and "Europe/London" in str(results["c_mcp"]["result"])
+    assert results["c_builtin"]["status"] == "ok"
+    starts = {e["toolId"]: e["toolType"] for e in events if e["type"] == "tool.start"}
+    assert starts == {"c_mcp": "mcp", "c_builtin": "backend"}
+    assert text(events).startswith("Let me look that up.")
+    assert events[-1]["type"] == "run.complete"
