@@ -95,7 +95,7 @@ CHAT = FunctionSpec(
     description="Conversation routes (buffered): /api/v1/conversations..., /api/ap/chat(s), agents, profile",
     memory_mb=1024,
     timeout_s=29,
-    needs=frozenset({Need.TABLE, Need.BUCKET, Need.LLM_SECRET, Need.DATA_TOKEN_SECRET}),
+    needs=frozenset({Need.TABLE, Need.BUCKET, Need.QUEUE, Need.LLM_SECRET, Need.DATA_TOKEN_SECRET}),
     routes=(
         Route("/api/v1/conversations", ("GET", "POST")),
         Route("/api/v1/conversations/{proxy+}", ("GET", "POST", "DELETE")),
@@ -112,7 +112,7 @@ STREAM = FunctionSpec(
     description="Streaming routes (SSE): /api/ap/query, /api/ap/cancel, /api/chat/stream, the OpenAI-compatible /v1",
     memory_mb=1024,
     timeout_s=900,  # a streamed turn may run long: REST API STREAM allows 15 minutes per response
-    needs=frozenset({Need.TABLE, Need.BUCKET, Need.LLM_SECRET, Need.DATA_TOKEN_SECRET}),
+    needs=frozenset({Need.TABLE, Need.BUCKET, Need.QUEUE, Need.LLM_SECRET, Need.DATA_TOKEN_SECRET}),
     streaming=True,
     routes=(
         Route("/api/ap/query", ("POST",)),
@@ -144,10 +144,35 @@ DATA = FunctionSpec(
     routes=(Route("/api/ap/data", ("GET",)),),
 )
 
-# One entry per directory under functions/. Still to come: daily_summary and idle_sessions
-# (schedule=Schedule(...)), worker (consumes_queue=True); when the worker lands, the request-path
-# functions that enqueue jobs (chat, stream) add Need.QUEUE.
-FUNCTIONS: tuple[FunctionSpec, ...] = (CHAT, STREAM, SUBMIT, DATA)
+WORKER = FunctionSpec(
+    name="worker",
+    description="The work queue's consumer: background jobs (compaction, summaries, profile, responses)",
+    memory_mb=1024,
+    timeout_s=300,  # the queue's visibility timeout is six times this (infra.components.queue)
+    needs=frozenset({Need.TABLE, Need.BUCKET, Need.QUEUE, Need.LLM_SECRET}),  # QUEUE: re-sends deferred jobs
+    consumes_queue=True,
+)
+
+IDLE_SESSIONS = FunctionSpec(
+    name="idle_sessions",
+    description="Every 5 minutes: close idle sessions (enqueue their summaries) and fail runs whose lease expired",
+    memory_mb=512,
+    timeout_s=120,
+    needs=frozenset({Need.TABLE, Need.QUEUE}),
+    schedule=Schedule(minute="0/5", hour="*", time_zone="Etc/UTC"),  # cron(0/5 * * * ? *)
+)
+
+DAILY_SUMMARY = FunctionSpec(
+    name="daily_summary",
+    description="Hourly at :30: enqueue a daily-summary job per user whose local day just closed",
+    memory_mb=512,
+    timeout_s=120,
+    needs=frozenset({Need.TABLE, Need.QUEUE}),
+    schedule=Schedule(minute="30", hour="*", time_zone="Etc/UTC"),  # cron(30 * * * ? *)
+)
+
+# One entry per directory under functions/.
+FUNCTIONS: tuple[FunctionSpec, ...] = (CHAT, STREAM, SUBMIT, DATA, WORKER, IDLE_SESSIONS, DAILY_SUMMARY)
 
 
 def function_directories() -> list[str]:

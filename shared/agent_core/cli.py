@@ -1,9 +1,17 @@
-"""agent-core serve: the local server with embedded storage and every route."""
+"""agent-core serve (the local server with embedded storage and every route) and agent-core jobs."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import logging
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any, NoReturn, TextIO
+from zoneinfo import ZoneInfo
 
 from agent_core.config import Settings, get_settings
 
@@ -40,15 +48,178 @@ def serve(host: str, port: int) -> None:
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
+# --- agent-core jobs ------------------------------------------------------------------------------
+
+JOBS_HELP = """Run against the configured storage (AGENT_STORAGE; embedded by default) with the in-process queue,
+and wait until every job enqueued has finished. Prints one JSON line; exits 1 if any enqueued job failed.
+
+  jobs idle-sessions [--now ISO]
+      the 5-minute pass at NOW (default: the current time)
+  jobs daily-summary [--now ISO]
+      the hourly pass at NOW: the user-days that closed in the hours just before
+  jobs daily-summary --date DATE
+      the hourly pass at the end of DATE in AGENT_DEFAULT_TIMEZONE + 1 h, i.e. the summaries of DATE for
+      the users whose day closes with that zone's (use --user for a user in another zone)
+  jobs daily-summary --date DATE --user USER [--now ISO]
+      one daily-summary job for USER's DATE (--now sets the job's clock)
+  jobs backfill --since DATE --user USER [--until DATE]
+      one daily-summary job per date from --since through --until (default: yesterday in
+      AGENT_DEFAULT_TIMEZONE), one at a time, with a progress bar on stderr; --user is required (no
+      table scan finds "all users")
+"""
+
+
+def _iso_time(value: str) -> datetime:
+    """An ISO 8601 instant; without an offset it is UTC."""
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {value!r}") from exc
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _iso_date(value: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a YYYY-MM-DD date: {value!r}") from exc
+
+
+def add_jobs_commands(jobs: argparse.ArgumentParser) -> None:
+    jobs.description = JOBS_HELP
+    jobs.formatter_class = argparse.RawDescriptionHelpFormatter
+    which = jobs.add_subparsers(dest="job", required=True)
+    idle = which.add_parser("idle-sessions", help="close idle sessions and expire run leases now")
+    idle.add_argument("--now", type=_iso_time, help="the pass's time (ISO 8601; no offset = UTC)")
+    daily = which.add_parser(
+        "daily-summary",
+        help="the hourly daily-summary pass, or one user's date",
+        description=JOBS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    daily.add_argument("--date", type=_iso_date, help="YYYY-MM-DD: that date's summaries")
+    daily.add_argument("--user", help="with --date: enqueue the job for this user directly")
+    daily.add_argument("--now", type=_iso_time, help="the pass's (or the job's) time (ISO 8601; no offset = UTC)")
+    backfill = which.add_parser(
+        "backfill",
+        help="enqueue one user's daily summaries since a date (--user is required)",
+        description=JOBS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    backfill.add_argument("--since", type=_iso_date, required=True, help="YYYY-MM-DD, the first date")
+    backfill.add_argument("--until", type=_iso_date, help="YYYY-MM-DD, the last date (default: yesterday)")
+    backfill.add_argument("--user", required=True, help="the user whose days to summarise (required)")
+
+
+class ProgressBar:
+    """A one-line progress bar on a stream (stderr): `[#####.....] 5/10 label`."""
+
+    def __init__(self, stream: TextIO, width: int = 30) -> None:
+        self.stream = stream
+        self.width = width
+
+    def __call__(self, done: int, total: int, label: str) -> None:
+        filled = self.width * done // max(total, 1)
+        end = "\n" if done >= total else ""
+        self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} {label}{end}")
+        self.stream.flush()
+
+
+def _end_of_day(day: date, zone: str) -> datetime:
+    """One hour after `day` ends in `zone`, in UTC: when the hourly pass has certainly seen that day close."""
+    midnight = datetime.combine(day + timedelta(days=1), time(0), tzinfo=ZoneInfo(zone))
+    return (midnight + timedelta(hours=1)).astimezone(UTC)
+
+
+def _dates(since: date, until: date) -> list[date]:
+    return [since + timedelta(days=n) for n in range((until - since).days + 1)]
+
+
+def _check_jobs_args(args: argparse.Namespace, zone: str, fail: Callable[[str], NoReturn]) -> None:
+    """Refuse argument combinations that have no meaning; fill in backfill's default --until."""
+    if args.job == "daily-summary":
+        if args.user and args.date is None:
+            fail("daily-summary: --user needs --date")
+        if args.date and not args.user and args.now:
+            fail("daily-summary: --date without --user runs the pass at the end of that date; leave out --now")
+    if args.job == "backfill":
+        args.until = args.until or (datetime.now(ZoneInfo(zone)).date() - timedelta(days=1))
+        if args.until < args.since:
+            fail(f"backfill: --since {args.since} is after --until {args.until}")
+
+
+async def _jobs(args: argparse.Namespace) -> dict[str, Any]:
+    from agent_core.context import build_context
+    from agent_core.jobs import entry
+    from agent_core.runtime.agents import AgentDefinitionError
+
+    settings = get_settings()
+    try:
+        ctx = build_context(settings)
+    except AgentDefinitionError as error:
+        raise SystemExit(f"agent-core: invalid agent definition: {error}") from error
+    line: dict[str, Any]
+    if args.job == "backfill":
+        dates = _dates(args.since, args.until)
+        count = await entry.enqueue_daily_summaries(ctx, args.user, dates, progress=ProgressBar(sys.stderr))
+        line = {"job": "backfill", "user": args.user, "since": str(args.since), "until": str(args.until)}
+        line["enqueued"] = count
+    elif args.job == "daily-summary" and args.user:
+        count = await entry.enqueue_daily_summaries(ctx, args.user, [args.date], args.now)
+        line = {"job": "daily_summary", "user": args.user, "date": args.date.isoformat(), "enqueued": count}
+    else:
+        name: entry.ScheduledJob = "idle_sessions" if args.job == "idle-sessions" else "daily_summary"
+        day = getattr(args, "date", None)
+        now = _end_of_day(day, settings.default_timezone) if day else (args.now or datetime.now(UTC))
+        report = await entry.run_scheduled(ctx, name, now)
+        line = {"job": name, "now": now.isoformat(), "report": entry.report_dict(report)}
+    line["completed"], line["failed"] = ctx.queue.completed, ctx.queue.failed
+    return line
+
+
+@contextmanager
+def _logs_to_stderr(quiet: bool) -> Iterator[None]:
+    """Standard output carries only the report line: the JSON logs go to standard error meanwhile.
+
+    `quiet` (under a progress bar) keeps only warnings and errors, so the bar stays readable.
+    """
+    from agent_core.observability import logger
+
+    handler = logger.registered_handler
+    stream = handler if isinstance(handler, logging.StreamHandler) else None
+    level = logger.log_level
+    previous = stream.setStream(sys.stderr) if stream is not None else None
+    if quiet:
+        logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        if stream is not None and previous is not None:  # None when it already was standard error
+            stream.setStream(previous)
+
+
+def run_jobs_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    _check_jobs_args(args, get_settings().default_timezone, parser.error)
+    with _logs_to_stderr(quiet=args.job == "backfill"):
+        line = asyncio.run(_jobs(args))
+    print(json.dumps(line, separators=(", ", ": ")), flush=True)
+    return 1 if line["failed"] else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agent-core", description="Serverless LLM agent backend, run locally.")
     commands = parser.add_subparsers(dest="command", required=True)
     serve_cmd = commands.add_parser("serve", help="start the local server with embedded storage")
     serve_cmd.add_argument("--host", default="127.0.0.1")
     serve_cmd.add_argument("--port", type=int, default=8000)
+    jobs_cmd = commands.add_parser("jobs", help="run the scheduled jobs or enqueue daily summaries, then wait")
+    add_jobs_commands(jobs_cmd)
     args = parser.parse_args(argv)
     if args.command == "serve":
         serve(args.host, args.port)
+    elif args.command == "jobs":
+        return run_jobs_command(args, jobs_cmd)
     return 0
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_core.config import Settings
+from agent_core.domain.jobs import WorkQueue
 from agent_core.jobs.handlers import JobHandlers
 from agent_core.jobs.inprocess import InProcessWorkQueue
 from agent_core.llm.base import LlmClient
@@ -100,13 +101,19 @@ def build_context(
     llm = llm if llm is not None else build_llm(settings, registry)
     handlers: list[JobHandlers] = []
     queue = InProcessWorkQueue(lambda job: handlers[0].handle(job))
+    work_queue: WorkQueue = queue
+    if settings.in_lambda and settings.work_queue_url:
+        from agent_core.jobs.sqs import SqsWorkQueue
+
+        # Nothing runs after a Lambda response: background work goes to the worker through SQS.
+        work_queue = SqsWorkQueue(settings.work_queue_url, lambda: _boto_client(settings, "sqs"))
     deps = RunDeps(
         settings=settings,
         store=store,
         llm=llm,
         tools=ToolService(registry, settings, audit),
         agents=catalog(registry.names(), settings.definitions_dir),
-        queue=queue,
+        queue=work_queue,
         blobs=blobs,
         mcp=McpCatalog(settings, env=settings.environment()),
     )

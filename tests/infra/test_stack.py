@@ -32,8 +32,9 @@ PROD_JWT = {
     "corsOrigins": "https://app.example.com,https://admin.example.com",
 }
 PROD_IAM = {"stage": "prod", "authMode": "iam", "architecture": "x86_64", "corsOrigins": ["https://app.example.com"]}
-# Functions still to come, to prove the registry grows by one entry each (not in FUNCTIONS yet).
-FUTURE = (
+# Functions still to come, to prove the registry grows by one entry each: those not in FUNCTIONS yet
+# (the worker and the scheduled jobs are real entries now, so the grown variant synthesizes them as such).
+_PLANNED = (
     FunctionSpec(name="worker", description="jobs", timeout_s=600, consumes_queue=True, needs=frozenset(Need)),
     FunctionSpec(
         name="daily_summary",
@@ -43,6 +44,7 @@ FUTURE = (
         schedule=Schedule(minute="30", hour="*", time_zone="Etc/UTC"),
     ),
 )
+FUTURE = tuple(spec for spec in _PLANNED if spec.name not in {s.name for s in FUNCTIONS})
 # cfn-lint warnings the templates are known to raise; each is justified in docs/infrastructure.md.
 KNOWN_WARNINGS = {"W3005"}
 
@@ -521,6 +523,28 @@ def test_future_functions_each_need_one_entry(grown: Synth) -> None:
     )
     alarms = grown.resources("AWS::CloudWatch::Alarm")
     assert len(alarms) == 2 * len(FUNCTIONS + FUTURE) + 2  # errors + throttles each, API 5xx, dead letters
+
+
+def test_job_functions_consume_the_queue_and_run_on_schedules(dev: Synth) -> None:
+    worker_id, worker = _fn(dev, "worker")
+    dev.template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {"FunctionName": _ref(worker_id), "BatchSize": 10, "FunctionResponseTypes": ["ReportBatchItemFailures"]},
+    )
+    assert worker["Properties"]["Timeout"] == 300
+    for name in ("worker", "idle_sessions", "daily_summary", "chat", "stream"):
+        assert "AGENT_WORK_QUEUE_URL" in _fn(dev, name)[1]["Properties"]["Environment"]["Variables"], name
+    expressions = {}
+    for schedule in dev.resources("AWS::Scheduler::Schedule").values():
+        target = schedule["Properties"]["Target"]["Arn"]["Fn::GetAtt"][0]
+        expressions[target] = (
+            schedule["Properties"]["ScheduleExpression"],
+            schedule["Properties"]["ScheduleExpressionTimezone"],
+        )
+    assert expressions == {
+        _fn(dev, "idle_sessions")[0]: ("cron(0/5 * * * ? *)", "Etc/UTC"),
+        _fn(dev, "daily_summary")[0]: ("cron(30 * * * ? *)", "Etc/UTC"),
+    }
 
 
 def test_registry_rejects_buffered_routes_over_29_seconds() -> None:

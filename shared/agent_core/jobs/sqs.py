@@ -1,0 +1,84 @@
+"""The SQS work queue: jobs become messages for the worker function (boto3 in a worker thread)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from agent_core.domain.jobs import Job, dump_job
+from agent_core.observability import logger
+
+MAX_DELAY_S = 900  # SQS DelaySeconds: 0..900
+BATCH_SIZE = 10  # SendMessageBatch: at most 10 entries
+BATCH_ATTEMPTS = 4  # the first send and up to three retries of the entries that failed
+RETRY_BASE_S = 0.1
+
+
+class EnqueueError(RuntimeError):
+    """Some jobs could not be sent to the queue (after retrying the entries that failed)."""
+
+    def __init__(self, failures: list[tuple[str, str]]) -> None:
+        self.failures = failures  # (job kind, SQS error code) per job still unsent
+        codes = ", ".join(f"{kind}:{code}" for kind, code in failures)
+        super().__init__(f"{len(failures)} job(s) not enqueued: {codes}")
+
+
+def clamp_delay(delay_s: int) -> int:
+    """A delay SQS accepts: 0 to 900 seconds."""
+    return max(0, min(int(delay_s), MAX_DELAY_S))
+
+
+class SqsWorkQueue:
+    """The WorkQueue port on one SQS queue; `enqueue_many` sends batches of 10 and retries failed entries."""
+
+    def __init__(self, queue_url: str, client_factory: Callable[[], Any]) -> None:
+        self.queue_url = queue_url
+        self._client_factory = client_factory
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = self._client_factory()
+        return self._client
+
+    async def _call(self, method: str, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(getattr(self.client, method), **kwargs)
+
+    async def enqueue(self, job: Job, delay_s: int = 0) -> None:
+        await self._call(
+            "send_message", QueueUrl=self.queue_url, MessageBody=dump_job(job), DelaySeconds=clamp_delay(delay_s)
+        )
+
+    async def enqueue_many(self, jobs: list[Job]) -> None:
+        failures: list[tuple[str, str]] = []
+        for start in range(0, len(jobs), BATCH_SIZE):
+            failures += await self._send_batch(jobs[start : start + BATCH_SIZE])
+        if failures:
+            raise EnqueueError(failures)
+
+    async def _send_batch(self, jobs: list[Job]) -> list[tuple[str, str]]:
+        """Send up to 10 jobs; returns (kind, code) for each job still unsent after the retries."""
+        pending = {str(index): job for index, job in enumerate(jobs)}
+        given_up: list[tuple[str, str]] = []
+        for attempt in range(BATCH_ATTEMPTS):
+            if attempt:
+                await asyncio.sleep(RETRY_BASE_S * 2 ** (attempt - 1))
+            entries = [{"Id": key, "MessageBody": dump_job(job)} for key, job in pending.items()]
+            response = await self._call("send_message_batch", QueueUrl=self.queue_url, Entries=entries)
+            retry: dict[str, Job] = {}
+            for failed in response.get("Failed", []):
+                job = pending[failed["Id"]]
+                code = str(failed.get("Code", "unknown"))
+                if failed.get("SenderFault"):
+                    given_up.append((job.kind, code))  # the request itself is wrong: retrying cannot help
+                else:
+                    retry[failed["Id"]] = job
+            pending = retry
+            if not pending:
+                return given_up
+            logger.warning(
+                "queue batch entries failed", extra={"attempt": attempt + 1, "kinds": [j.kind for j in retry.values()]}
+            )
+        return given_up + [(job.kind, "retries_exhausted") for job in pending.values()]

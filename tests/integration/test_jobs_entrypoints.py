@@ -1,0 +1,522 @@
+"""The job entry points: the SQS queue, the batch consumer, the worker and scheduled Lambdas, dev routes, the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+
+from agent_core.api import routes
+from agent_core.api.app import build_app
+from agent_core.config import get_settings
+from agent_core.context import AppContext, build_context
+from agent_core.domain.jobs import CompactJob, DailySummaryJob, Job, dump_job
+from agent_core.domain.models import Chat, Message, Role
+from agent_core.jobs import entry, scheduled, sqs
+from agent_core.jobs.handlers import JobHandlers
+from agent_core.jobs.scheduled import JobReport
+from agent_core.jobs.sqs import EnqueueError, SqsWorkQueue
+from agent_core.jobs.worker import process_batch
+from agent_core.runtime.deps import RunDeps
+from agent_core.store.embedded import ensure_resources
+from agent_core.store.memory import MemoryTable
+from tests.support.fixtures import make_settings
+from tests.support.lambda_events import FakeLambdaContext
+
+REGION = "us-east-1"
+QUEUE_NAME = "agent-core-work"
+SCHEDULER_INPUT = {"scheduledTime": "2026-01-08T16:30:00Z"}
+SCHEDULED_AT = datetime(2026, 1, 8, 16, 30, tzinfo=UTC)
+
+
+# --- helpers --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def queue_url(aws_env: None) -> str:
+    return str(boto3.client("sqs", region_name=REGION).create_queue(QueueName=QUEUE_NAME)["QueueUrl"])
+
+
+class RecordingClient:
+    """A boto3 SQS client wrapper that records each call's keyword arguments."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        def call(**kwargs: Any) -> Any:
+            self.calls.append((name, kwargs))
+            return getattr(self.client, name)(**kwargs)
+
+        return call
+
+
+def _receive_all(url: str) -> list[dict[str, Any]]:
+    client = boto3.client("sqs", region_name=REGION)
+    messages: list[dict[str, Any]] = []
+    while True:
+        got = client.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"], MessageAttributeNames=["All"]
+        ).get("Messages", [])
+        if not got:
+            return messages
+        messages += got
+
+
+def _sqs_record(body: str, message_id: str, receipt: str = "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a==") -> dict[str, Any]:
+    """One record of a real SQS -> Lambda event."""
+    return {
+        "messageId": message_id,
+        "receiptHandle": receipt,
+        "body": body,
+        "attributes": {
+            "ApproximateReceiveCount": "1",
+            "SentTimestamp": "1767889800000",
+            "SenderId": "AIDAIENQZJOLO23YVJ4VO",
+            "ApproximateFirstReceiveTimestamp": "1767889800010",
+        },
+        "messageAttributes": {},
+        "md5OfBody": "e4e68fb7bd0e697a0ae8f1bb342846b3",
+        "eventSource": "aws:sqs",
+        "eventSourceARN": f"arn:aws:sqs:{REGION}:123456789012:{QUEUE_NAME}",
+        "awsRegion": REGION,
+    }
+
+
+def _event_from(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The event Lambda's SQS event source builds from received messages."""
+    records = []
+    for m in messages:
+        record = _sqs_record(m["Body"], m["MessageId"], m["ReceiptHandle"])
+        record["attributes"] = m.get("Attributes", {})
+        record["md5OfBody"] = m["MD5OfBody"]
+        records.append(record)
+    return {"Records": records}
+
+
+def _compact(chat_id: str) -> CompactJob:
+    return CompactJob(chat_id=chat_id, model="gpt-4.1-mini")
+
+
+# --- SqsWorkQueue on moto -------------------------------------------------------------------------
+
+
+async def test_enqueue_sends_the_job_with_its_delay_capped_at_900_s(queue_url: str) -> None:
+    client = RecordingClient(boto3.client("sqs", region_name=REGION))
+    queue = SqsWorkQueue(queue_url, lambda: client)
+    await queue.enqueue(_compact("c_now"))
+    await queue.enqueue(_compact("c_later"), delay_s=30)
+    await queue.enqueue(_compact("c_much_later"), delay_s=5000)
+    assert [kwargs["DelaySeconds"] for _, kwargs in client.calls] == [0, 30, 900]
+    received = _receive_all(queue_url)  # the delayed messages are not visible yet
+    assert [json.loads(m["Body"]) for m in received] == [json.loads(dump_job(_compact("c_now")))]
+
+
+async def test_enqueue_many_sends_23_jobs_in_batches_of_10(queue_url: str) -> None:
+    client = RecordingClient(boto3.client("sqs", region_name=REGION))
+    jobs: list[Job] = [_compact(f"c_{n:02d}") for n in range(23)]
+    await SqsWorkQueue(queue_url, lambda: client).enqueue_many(jobs)
+    assert [len(kwargs["Entries"]) for name, kwargs in client.calls if name == "send_message_batch"] == [10, 10, 3]
+    bodies = sorted(json.loads(m["Body"])["chat_id"] for m in _receive_all(queue_url))
+    assert bodies == [f"c_{n:02d}" for n in range(23)]
+
+
+class FlakyBatchClient:
+    """send_message_batch fails entry "1" once (server side) and entry "2" always (sender's fault)."""
+
+    def __init__(self) -> None:
+        self.attempts: list[list[str]] = []
+
+    def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+        ids = [e["Id"] for e in Entries]
+        self.attempts.append(ids)
+        failed = [{"Id": "2", "SenderFault": True, "Code": "InvalidParameterValue"}] if "2" in ids else []
+        if len(self.attempts) == 1:
+            failed.append({"Id": "1", "SenderFault": False, "Code": "InternalError"})
+        return {"Successful": [{"Id": i} for i in ids if i not in {f["Id"] for f in failed}], "Failed": failed}
+
+
+async def test_enqueue_many_retries_only_failed_entries_then_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqs, "RETRY_BASE_S", 0.0)
+    client = FlakyBatchClient()
+    jobs: list[Job] = [_compact("c_a"), _compact("c_b"), DailySummaryJob(user_id="u1", date="2026-01-08")]
+    with pytest.raises(EnqueueError) as raised:
+        await SqsWorkQueue("https://sqs.example/q", lambda: client).enqueue_many(jobs)
+    assert client.attempts == [["0", "1", "2"], ["1"]]  # the server-side failure retried alone, once
+    assert raised.value.failures == [("daily_summary", "InvalidParameterValue")]
+
+
+# --- process_batch --------------------------------------------------------------------------------
+
+
+async def test_a_malformed_and_a_failing_record_are_reported_and_the_ok_one_succeeds(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    handled: list[str] = []
+
+    async def handle(job: Job) -> None:
+        assert isinstance(job, CompactJob)
+        if job.chat_id == "c_bad":
+            raise RuntimeError("boom")
+        handled.append(job.chat_id)
+
+    event = {
+        "Records": [
+            _sqs_record('{"kind": "compact", "api_key": "sk-very-secret"', "m-malformed"),
+            _sqs_record(dump_job(_compact("c_bad")), "m-failing"),
+            _sqs_record(dump_job(_compact("c_ok")), "m-ok"),
+        ]
+    }
+    response = await process_batch(event, handle)
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m-malformed"}, {"itemIdentifier": "m-failing"}]}
+    assert handled == ["c_ok"]
+    errors = [
+        (r.getMessage(), r.__dict__.get("messageId"), r.__dict__.get("jobKind"))
+        for r in caplog.records
+        if r.levelname == "ERROR"
+    ]
+    assert errors == [("malformed job message", "m-malformed", None), ("job failed", "m-failing", "compact")]
+    assert "sk-very-secret" not in str([r.__dict__ for r in caplog.records])
+
+
+async def test_when_every_record_fails_all_are_reported_without_raising() -> None:
+    async def handle(job: Job) -> None:
+        raise ValueError("down")
+
+    records = [_sqs_record(dump_job(_compact(f"c_{n}")), f"m-{n}") for n in range(3)]
+    records.append(_sqs_record("not json", "m-junk"))
+    response = await process_batch({"Records": records}, handle)
+    assert response == {
+        "batchItemFailures": [{"itemIdentifier": f"m-{n}"} for n in (0, 1, 2)] + [{"itemIdentifier": "m-junk"}]
+    }
+
+
+async def test_records_of_a_batch_run_concurrently_within_the_bound() -> None:
+    running, peak = 0, 0
+
+    async def handle(job: Job) -> None:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.01)
+        running -= 1
+
+    records = [_sqs_record(dump_job(_compact(f"c_{n}")), f"m-{n}") for n in range(10)]
+    assert await process_batch({"Records": records}, handle) == {"batchItemFailures": []}
+    assert peak == 4
+
+
+# --- the Lambda functions on moto -----------------------------------------------------------------
+
+
+@pytest.fixture
+def lambda_env(queue_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name, value in {
+        "AWS_LAMBDA_FUNCTION_NAME": "agent-core-worker",
+        "AGENT_TABLE_NAME": "agent-core-test",
+        "AGENT_DATA_BUCKET": "agent-core-test-data",
+        "AGENT_WORK_QUEUE_URL": queue_url,
+        "AGENT_LLM_PROVIDER": "offline",
+        "AGENT_MEMORY_WINDOW": "2",
+        "AGENT_MEMORY_COMPACT_AFTER": "4",
+        "POWERTOOLS_TRACE_DISABLED": "1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    entry.reset()
+    ensure_resources(
+        get_settings(), boto3.client("dynamodb", region_name=REGION), boto3.client("s3", region_name=REGION)
+    )
+    yield
+    entry.reset()
+    get_settings.cache_clear()
+
+
+async def _seed_chat(ctx: AppContext, chat_id: str, messages: int) -> None:
+    await ctx.deps.store.create_chat(Chat(chat_id=chat_id, user_id="u1", created_at=1, last_activity_at=1))
+    await ctx.deps.store.add_messages(
+        chat_id,
+        [
+            Message(
+                id=f"{n:013d}",
+                chat_id=chat_id,
+                role=Role.USER if n % 2 == 0 else Role.ASSISTANT,
+                content=f"m{n}",
+                created_at=n,
+            )
+            for n in range(messages)
+        ],
+    )
+
+
+def test_worker_handler_compacts_a_chat_from_a_real_sqs_batch(lambda_env: None, queue_url: str) -> None:
+    from functions.worker.handler import handler
+
+    ctx = entry.lambda_context()
+    assert ctx.settings.in_lambda and ctx.settings.effective_storage == "aws"
+    entry.run(_seed_chat(ctx, "c_long", 7))
+    queue = SqsWorkQueue(queue_url, lambda: boto3.client("sqs", region_name=REGION))
+    entry.run(queue.enqueue_many([_compact("c_long"), _compact("c_short_missing")]))
+    event = _event_from(_receive_all(queue_url))
+    event["Records"].append(_sqs_record('{"kind": "nope"}', "m-unknown-kind"))
+    response = handler(event, FakeLambdaContext(function_name="agent-core-worker"))
+    assert response == {"batchItemFailures": [{"itemIdentifier": "m-unknown-kind"}]}
+    summary = entry.run(ctx.deps.store.get_summary("c_long"))
+    assert summary is not None and summary.covered_count == 5  # all but the last window of 2
+    assert entry.run(ctx.deps.store.get_summary("c_short_missing")) is None
+
+
+@pytest.fixture
+def recorded_now(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, datetime, RunDeps]]:
+    """Replace the scheduled passes (their internals are elsewhere) with fakes that record their `now`."""
+    calls: list[tuple[str, datetime, RunDeps]] = []
+
+    def fake(name: str) -> Any:
+        async def run(deps: RunDeps, now: datetime) -> JobReport:
+            calls.append((name, now, deps))
+            await deps.queue.enqueue(_compact(f"c_{name}"))
+            return JobReport(scanned=3, enqueued=1, skipped=2, details={"closed": 1})
+
+        return run
+
+    monkeypatch.setattr(scheduled, "run_idle_sessions", fake("idle_sessions"))
+    monkeypatch.setattr(scheduled, "run_daily_summary", fake("daily_summary"))
+    return calls
+
+
+@pytest.mark.parametrize("name", ["idle_sessions", "daily_summary"])
+def test_scheduled_handlers_use_the_schedulers_time_and_return_the_report(
+    lambda_env: None, queue_url: str, recorded_now: list[tuple[str, datetime, RunDeps]], name: str
+) -> None:
+    module = __import__(f"functions.{name}.handler", fromlist=["handler"])
+    context = FakeLambdaContext(function_name=f"agent-core-{name}")
+    report = module.handler(SCHEDULER_INPUT, context)
+    assert report == {"scanned": 3, "enqueued": 1, "skipped": 2, "details": {"closed": 1}}
+    assert recorded_now[-1][:2] == (name, SCHEDULED_AT)
+    assert recorded_now[-1][2] is entry.lambda_context().deps
+    # In Lambda with a queue URL the enqueued work goes to SQS for the worker, not into this function
+    assert isinstance(entry.lambda_context().deps.queue, SqsWorkQueue)
+    assert [json.loads(m["Body"])["chat_id"] for m in _receive_all(queue_url)] == [f"c_{name}"]
+    before = datetime.now(UTC)
+    module.handler({}, context)  # no scheduledTime (a manual invoke): the current time
+    assert before - timedelta(seconds=1) <= recorded_now[-1][1] <= datetime.now(UTC)
+
+
+def test_scheduled_work_goes_through_sqs_to_the_worker(
+    lambda_env: None, queue_url: str, recorded_now: list[tuple[str, datetime, RunDeps]]
+) -> None:
+    from functions.daily_summary.handler import handler as daily_summary
+    from functions.worker.handler import handler as worker
+
+    ctx = entry.lambda_context()
+    if not isinstance(ctx.deps.queue, SqsWorkQueue):  # as context.py wires it in Lambda with a queue URL
+        ctx.deps.queue = SqsWorkQueue(queue_url, lambda: boto3.client("sqs", region_name=REGION))
+    entry.run(_seed_chat(ctx, "c_daily_summary", 7))
+    daily_summary(SCHEDULER_INPUT, FakeLambdaContext(function_name="agent-core-daily_summary"))
+    assert ctx.queue.completed == 0  # nothing ran in the scheduled function itself
+    messages = _receive_all(queue_url)
+    assert [json.loads(m["Body"])["chat_id"] for m in messages] == ["c_daily_summary"]
+    assert worker(_event_from(messages), FakeLambdaContext(function_name="agent-core-worker")) == {
+        "batchItemFailures": []
+    }
+    assert entry.run(ctx.deps.store.get_summary("c_daily_summary")) is not None
+
+
+# --- dev routes -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def handled(monkeypatch: pytest.MonkeyPatch) -> list[Job]:
+    """JobHandlers.handle replaced by a slow recorder (contexts built afterwards use it)."""
+    jobs: list[Job] = []
+
+    async def handle(self: JobHandlers, job: Job) -> None:
+        await asyncio.sleep(0.05)
+        jobs.append(job)
+
+    monkeypatch.setattr(JobHandlers, "handle", handle)
+    return jobs
+
+
+def _dev_client(ctx: AppContext) -> httpx.AsyncClient:
+    app = build_app(*routes.local, context=ctx)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")
+
+
+@pytest.mark.parametrize(("path", "name"), [("idle-sessions", "idle_sessions"), ("daily-summary", "daily_summary")])
+async def test_dev_routes_run_the_job_at_x_agent_now_and_wait_for_its_work(
+    recorded_now: list[tuple[str, datetime, RunDeps]], handled: list[Job], path: str, name: str
+) -> None:
+    ctx = build_context(make_settings(AGENT_ALLOW_CLOCK_OVERRIDE="true"), table=MemoryTable())
+    async with _dev_client(ctx) as client:
+        answer = await client.post(f"/api/dev/jobs/{path}", headers={"X-Agent-Now": "2026-01-08T16:30:00+00:00"})
+    assert answer.status_code == 200
+    assert answer.json() == {
+        "job": name,
+        "now": "2026-01-08T16:30:00+00:00",
+        "report": {"scanned": 3, "enqueued": 1, "skipped": 2, "details": {"closed": 1}},
+    }
+    assert recorded_now == [(name, SCHEDULED_AT, ctx.deps)]
+    assert handled == [_compact(f"c_{name}")]  # the enqueued job had finished when the answer came
+
+
+async def test_dev_routes_answer_404_in_lambda_and_only_the_local_group_has_them(
+    recorded_now: list[tuple[str, datetime, RunDeps]],
+) -> None:
+    ctx = build_context(make_settings(AWS_LAMBDA_FUNCTION_NAME="agent-core-chat"), table=MemoryTable())
+    async with _dev_client(ctx) as client:
+        answer = await client.post("/api/dev/jobs/idle-sessions")
+    assert answer.status_code == 404 and answer.json()["error"]["code"] == "not_found"
+    assert recorded_now == []
+    lambda_groups = (routes.chat, routes.stream_routes, routes.submit_routes, routes.data_routes)
+    paths = [route.path for group in lambda_groups for router in group for route in router.routes]  # type: ignore[attr-defined]
+    assert paths and not [p for p in paths if p.startswith("/api/dev")]
+
+
+# --- the CLI --------------------------------------------------------------------------------------
+
+
+def _clean_env(**overrides: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_", "AWS_"))}
+    return env | overrides
+
+
+def test_cli_jobs_idle_sessions_runs_the_real_pass_on_embedded_storage() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "agent_core.cli", "jobs", "idle-sessions"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_clean_env(AGENT_STORAGE="embedded", AGENT_LLM_PROVIDER="offline"),
+    )
+    assert out.returncode == 0, out.stderr
+    (line,) = out.stdout.strip().splitlines()  # the logs go to standard error
+    report = json.loads(line)
+    assert report["job"] == "idle_sessions" and report["failed"] == 0
+    assert {"scanned", "enqueued", "skipped", "details"} <= report["report"].keys()
+
+
+# A pass that enqueues a CompactJob, which then really runs (offline model) against the embedded moto
+# table: the command waits for it and counts it.
+_CLI_WITH_FAKE_PASS = """
+import sys
+from agent_core.cli import main
+from agent_core.domain.jobs import CompactJob
+from agent_core.jobs import scheduled
+
+async def fake(deps, now):
+    await deps.queue.enqueue(CompactJob(chat_id="c_none", model="m"))
+    return scheduled.JobReport(scanned=1, enqueued=1, details={"now": int(now.timestamp())})
+
+scheduled.run_idle_sessions = fake
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_cli_jobs_waits_for_the_work_the_pass_enqueued() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", _CLI_WITH_FAKE_PASS, "jobs", "idle-sessions", "--now", "2026-01-08T16:30:00Z"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_clean_env(AGENT_STORAGE="embedded", AGENT_LLM_PROVIDER="offline"),
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 1
+    assert json.loads(lines[0]) == {
+        "job": "idle_sessions",
+        "now": "2026-01-08T16:30:00+00:00",
+        "report": {"scanned": 1, "enqueued": 1, "skipped": 0, "details": {"now": int(SCHEDULED_AT.timestamp())}},
+        "completed": 1,
+        "failed": 0,
+    }
+
+
+def test_cli_help_lists_the_jobs_and_says_backfill_needs_a_user() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "agent_core.cli", "jobs", "backfill", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_clean_env(),
+    )
+    assert out.returncode == 0
+    assert "--user is required" in out.stdout and "idle-sessions" in out.stdout
+
+
+@pytest.fixture
+def cli_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in [k for k in os.environ if k.startswith(("AGENT_", "OPENAI_", "AWS_LAMBDA"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AGENT_STORAGE", "memory")
+    monkeypatch.setenv("AGENT_LLM_PROVIDER", "offline")
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def test_cli_backfill_enqueues_one_job_per_date_with_a_progress_bar(
+    cli_env: None, handled: list[Job], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agent_core.cli import main
+
+    code = main(["jobs", "backfill", "--since", "2026-01-06", "--until", "2026-01-08", "--user", "u1"])
+    assert code == 0
+    assert handled == [DailySummaryJob(user_id="u1", date=f"2026-01-0{d}") for d in (6, 7, 8)]
+    out, err = capsys.readouterr()
+    assert json.loads(out) == {
+        "job": "backfill",
+        "user": "u1",
+        "since": "2026-01-06",
+        "until": "2026-01-08",
+        "enqueued": 3,
+        "completed": 3,
+        "failed": 0,
+    }
+    assert "3/3 2026-01-08" in err and "#" * 30 in err
+
+
+def test_cli_daily_summary_for_a_date_and_user_or_at_the_end_of_a_date(
+    cli_env: None,
+    handled: list[Job],
+    recorded_now: list[tuple[str, datetime, RunDeps]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from agent_core.cli import main
+
+    assert main(["jobs", "daily-summary", "--date", "2026-01-08", "--user", "u1", "--now", "2026-01-09T01:00:00Z"]) == 0
+    assert handled[0] == DailySummaryJob(user_id="u1", date="2026-01-08", now_ms=1767920400000)
+    assert main(["jobs", "daily-summary", "--date", "2026-01-08"]) == 0
+    # The end of 2026-01-08 in AGENT_DEFAULT_TIMEZONE (Asia/Shanghai, UTC+8) is 16:00 UTC; one hour later:
+    assert recorded_now[-1][:2] == ("daily_summary", datetime(2026, 1, 8, 17, 0, tzinfo=UTC))
+    reports = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["job"] for r in reports] == ["daily_summary", "daily_summary"]
+    assert reports[0]["enqueued"] == 1 and reports[1]["now"] == "2026-01-08T17:00:00+00:00"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["jobs", "backfill", "--since", "2026-01-01"],
+        ["jobs", "daily-summary", "--user", "u1"],
+        ["jobs", "backfill", "--since", "2026-01-09", "--until", "2026-01-08", "--user", "u1"],
+        ["jobs", "idle-sessions", "--now", "yesterday"],
+    ],
+)
+def test_cli_refuses_incomplete_arguments(cli_env: None, argv: list[str]) -> None:
+    from agent_core.cli import main
+
+    with pytest.raises(SystemExit) as raised:
+        main(argv)
+    assert raised.value.code == 2
