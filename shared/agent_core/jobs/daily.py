@@ -26,15 +26,15 @@ async def enqueue_closed_days(deps: RunDeps, now: datetime) -> JobReport:
     report = JobReport()
     now_ms_ = now_ms_of(now)
     hour = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-    jobs: list[Job] = []
     for bucket_start in (hour - timedelta(hours=1), hour):
         bucket = close_bucket(now_ms_of(bucket_start))
         for index in range(SHARDS):
-            for user_id, day in await deps.store.day_marks(bucket, index, now_ms_):
-                report.scanned += 1
-                jobs.append(DailySummaryJob(user_id=user_id, date=day, now_ms=now_ms_))
-    await deps.queue.enqueue_many(jobs)
-    report.enqueued = len(jobs)
+            # Page by page: memory stays flat however many users closed their day in this hour.
+            async for page in deps.store.day_mark_pages(bucket, index, now_ms_):
+                jobs: list[Job] = [DailySummaryJob(user_id=u, date=d, now_ms=now_ms_) for u, d in page]
+                await deps.queue.enqueue_many(jobs)
+                report.scanned += len(page)
+                report.enqueued += len(jobs)
     return report
 
 

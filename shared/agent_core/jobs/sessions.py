@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from agent_core.domain.jobs import Job, ProfileJob, SessionSummaryJob
-from agent_core.domain.models import Kind, SessionSummary
+from agent_core.domain.models import Chat, Kind, SessionSummary
 from agent_core.jobs.report import JobReport
 from agent_core.memory.calendar import id_ceiling, id_floor, local_date, zone
 from agent_core.memory.sessions import now_ms_of, too_little
@@ -55,30 +55,35 @@ async def close_idle_sessions(deps: RunDeps, now: datetime) -> JobReport:
     report = JobReport()
     now_ms = now_ms_of(now)
     idle_ms = deps.settings.idle_timeout_minutes * 60_000
-    jobs: list[Job] = []
     for index in range(SHARDS):
-        for chat in await deps.store.idle_candidates(index, now_ms, IDLE_PAGE):
-            report.scanned += 1
-            stale = chat.active_run_id is not None and (chat.lease_expires_at or 0) < now_ms
-            if stale and await deps.store.fail_stale_run(chat.chat_id, str(chat.active_run_id), now_ms):
-                report.details["runs_failed"] = report.details.get("runs_failed", 0) + 1
-            if chat.session_id is None:
-                continue
-            due = chat.last_activity_at + idle_ms
-            if due > now_ms:
-                await deps.store.move_idle_due(chat.chat_id, chat.session_id, due)
-                report.skipped += 1
-                continue
-            if await deps.store.close_session(chat.chat_id, chat.session_id):
-                jobs.append(
-                    SessionSummaryJob(
-                        chat_id=chat.chat_id,
-                        user_id=chat.user_id,
-                        session_id=chat.session_id,
-                        started_at=chat.session_started_at or chat.last_activity_at,
-                        ended_at=chat.last_activity_at,
-                    )
-                )
-    await deps.queue.enqueue_many(jobs)
-    report.enqueued = len(jobs)
+        async for page in deps.store.idle_candidate_pages(index, now_ms, IDLE_PAGE):
+            await _close_page(deps, page, now_ms, idle_ms, report)
     return report
+
+
+async def _close_page(deps: RunDeps, page: list[Chat], now_ms: int, idle_ms: int, report: JobReport) -> None:
+    jobs: list[Job] = []
+    for chat in page:
+        report.scanned += 1
+        stale = chat.active_run_id is not None and (chat.lease_expires_at or 0) < now_ms
+        if stale and await deps.store.fail_stale_run(chat.chat_id, str(chat.active_run_id), now_ms):
+            report.details["runs_failed"] = report.details.get("runs_failed", 0) + 1
+        if chat.session_id is None:
+            continue
+        due = chat.last_activity_at + idle_ms
+        if due > now_ms:
+            await deps.store.move_idle_due(chat.chat_id, chat.session_id, due)
+            report.skipped += 1
+            continue
+        if await deps.store.close_session(chat.chat_id, chat.session_id):
+            jobs.append(
+                SessionSummaryJob(
+                    chat_id=chat.chat_id,
+                    user_id=chat.user_id,
+                    session_id=chat.session_id,
+                    started_at=chat.session_started_at or chat.last_activity_at,
+                    ended_at=chat.last_activity_at,
+                )
+            )
+    await deps.queue.enqueue_many(jobs)
+    report.enqueued += len(jobs)

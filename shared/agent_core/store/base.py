@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -125,7 +126,7 @@ class Store(Protocol):
 
     async def list_sessions(self, chat_id: str) -> list[SessionSummary]: ...
 
-    async def idle_candidates(self, shard: int, due_by_ms: int, limit: int) -> list[Chat]: ...
+    def idle_candidate_pages(self, shard: int, due_by_ms: int, page_size: int) -> AsyncIterator[list[Chat]]: ...
 
     async def move_idle_due(self, chat_id: str, session_id: str, due_ms: int) -> bool: ...
 
@@ -133,7 +134,9 @@ class Store(Protocol):
 
     async def fail_stale_run(self, chat_id: str, run_id: str, now_ms: int) -> bool: ...
 
-    async def day_marks(self, bucket: str, shard: int, closed_by_ms: int) -> list[tuple[str, str]]: ...
+    def day_mark_pages(
+        self, bucket: str, shard: int, closed_by_ms: int, page_size: int = 500
+    ) -> AsyncIterator[list[tuple[str, str]]]: ...
 
     async def is_day_done(self, user_id: str, date: str) -> bool: ...
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 from agent_core.domain.models import Chat, DailySummary, Message, Profile, RunStatus, SessionSummary
 from agent_core.store import items as it
 from agent_core.store.schema import GSI1, GSI2, GSI3, PK, SK
@@ -54,11 +56,18 @@ class HierarchyStore:
         page = await self.table.query(it.chat_pk(chat_id), SkRange(begins_with="SESSION#"), limit=1000)
         return [it.session_from_item(i) for i in page.items]
 
-    async def idle_candidates(self, shard: int, due_by_ms: int, limit: int) -> list[Chat]:
-        page = await self.table.query(
-            f"IDLE#{shard}", SkRange(low="0", high=f"{due_by_ms:015d}"), index=GSI2.name, limit=limit
-        )
-        return [it.chat_from_item(i) for i in page.items if i[SK] == it.META]
+    async def idle_candidate_pages(self, shard: int, due_by_ms: int, page_size: int) -> AsyncIterator[list[Chat]]:
+        """Pages of chats whose open session is due by `due_by_ms` (gsi2; sparse, so only open sessions)."""
+        start: Item | None = None
+        while True:
+            rng = SkRange(low="0", high=f"{due_by_ms:015d}")
+            page = await self.table.query(f"IDLE#{shard}", rng, index=GSI2.name, limit=page_size, start_key=start)
+            chats = [it.chat_from_item(i) for i in page.items if i[SK] == it.META]
+            if chats:
+                yield chats
+            if page.last_key is None:
+                return
+            start = page.last_key
 
     async def move_idle_due(self, chat_id: str, session_id: str, due_ms: int) -> bool:
         try:
@@ -102,18 +111,25 @@ class HierarchyStore:
             return False
         return True
 
-    async def day_marks(self, bucket: str, shard: int, closed_by_ms: int) -> list[tuple[str, str]]:
-        """(user, date) of the markers in one bucket whose day closed by `closed_by_ms`, not yet done."""
-        found: list[tuple[str, str]] = []
+    async def day_mark_pages(
+        self, bucket: str, shard: int, closed_by_ms: int, page_size: int = 500
+    ) -> AsyncIterator[list[tuple[str, str]]]:
+        """Pages of (user, date) markers in one bucket whose day closed by `closed_by_ms`, not yet done."""
         start: Item | None = None
         high = f"{closed_by_ms:015d}#~"
         while True:
             page = await self.table.query(
-                f"DAYCLOSE#{bucket}#{shard}", SkRange(low="0", high=high), index=GSI3.name, limit=500, start_key=start
+                f"DAYCLOSE#{bucket}#{shard}",
+                SkRange(low="0", high=high),
+                index=GSI3.name,
+                limit=page_size,
+                start_key=start,
             )
-            found += [(i["userId"], i["date"]) for i in page.items if "doneAt" not in i]
+            found = [(i["userId"], i["date"]) for i in page.items if "doneAt" not in i]
+            if found:
+                yield found
             if page.last_key is None:
-                return found
+                return
             start = page.last_key
 
     async def is_day_done(self, user_id: str, date: str) -> bool:
