@@ -183,3 +183,32 @@ def test_replay_equals_live(stub_client: httpx.Client, openai_stub: OpenAiStub) 
     chats = stub_client.get("/api/ap/chats").json()["items"]
     assert chats[0]["chatId"] == chat_id and chats[0]["chatName"] == "time?"
     assert stub_client.get("/api/ap/chat", params={"chatId": chat_id}, headers={"X-User-Id": "bob"}).status_code == 404
+
+
+def test_a_client_disconnect_cancels_the_run_and_keeps_what_it_had(
+    stub_client: httpx.Client, openai_stub: OpenAiStub
+) -> None:
+    # Given a model that stalls after its first delta
+    release = threading.Event()
+    script = StubScript.text(*[f"d{i} " for i in range(6)])
+    script.before_chunk = lambda seq: release.wait(timeout=10) if seq == 2 else None
+    openai_stub.enqueue(script)
+    chat_id = ""
+    # When the client reads the first delta and goes away
+    with stub_client.stream("POST", "/api/ap/query", json={"message": "then hang up"}) as response:
+        for event in sse_events(response):
+            chat_id = chat_id or event.get("chatId", "")
+            if event["type"] == "content.delta":
+                break
+    release.set()
+    # Then the run ends cancelled (the server saw the disconnect), with the text it had
+    terminal: dict[str, Any] = {}
+    for _ in range(200):  # bounded wait for the run to be persisted, not a timing assertion
+        replay = stub_client.get("/api/ap/chat", params={"chatId": chat_id}).json()["events"]
+        terminal = next((e for e in replay if e["type"] in ("run.cancel", "run.error", "run.complete")), {})
+        if terminal:
+            break
+        threading.Event().wait(0.05)
+    assert terminal.get("type") == "run.cancel" and terminal.get("reason") == "client_disconnected"
+    snapshot = next(e for e in replay if e["type"] == "content.snapshot")
+    assert snapshot["text"].startswith("d0")

@@ -169,6 +169,12 @@ class TurnRunner:
         stop = asyncio.ensure_future(self.cancel.event.wait())
         try:
             done, _ = await asyncio.wait({item, stop}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            # The caller went away: stop reading so the iterator can be closed cleanly afterwards.
+            item.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration, Exception):
+                await item
+            raise
         finally:
             stop.cancel()
         if item in done:

@@ -12,12 +12,14 @@ from agent_core.api.routes import (
     dev,
     history,
     memory,
+    openai_conversations,
+    responses,
     stream,
     submit,
 )
 
 chat: tuple[APIRouter, ...] = (conversations.router, history.router, agents.router, memory.router)
-stream_routes: tuple[APIRouter, ...] = (stream.router, chain.router)
+stream_routes: tuple[APIRouter, ...] = (stream.router, chain.router, responses.router, openai_conversations.router)
 submit_routes: tuple[APIRouter, ...] = (submit.router,)
 data_routes: tuple[APIRouter, ...] = (data.router,)
 dev_routes: tuple[APIRouter, ...] = (dev.router,)  # the local server only; 404 in Lambda

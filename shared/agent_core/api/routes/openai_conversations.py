@@ -1,0 +1,140 @@
+"""The OpenAI Conversations API (stream function): /v1/conversations... over our chats (one object)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query
+from pydantic import Field
+
+from agent_core.api.deps import app_context, current_user
+from agent_core.api.routes.responses import response_store
+from agent_core.context import AppContext
+from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
+from agent_core.domain.models import Chat, Message, Role
+from agent_core.errors import NotFound
+from agent_core.protocol.responses_input import ParsedInput, WireModel, parse_input
+from agent_core.protocol.responses_items import conversation_items, list_page
+from agent_core.runtime.responses_run import to_message
+from agent_core.runtime.turn import chat_name
+from agent_core.tools.data_path import chat_data_prefix
+
+router = APIRouter(prefix="/v1/conversations", tags=["openai-conversations"])
+
+Ctx = Annotated[AppContext, Depends(app_context)]
+User = Annotated[str, Depends(current_user)]
+PAGE = 100
+
+
+class ConversationCreate(WireModel):
+    items: list[dict[str, Any]] = Field(default_factory=list, max_length=20)
+    metadata: dict[str, str] | None = Field(None, max_length=16)
+
+
+class ConversationUpdate(WireModel):
+    metadata: dict[str, str] = Field(max_length=16)
+
+
+class ItemsCreate(WireModel):
+    items: list[dict[str, Any]] = Field(min_length=1, max_length=20)
+
+
+def _not_found(conversation_id: str) -> NotFound:
+    message = f"conversation {conversation_id!r} not found"
+    return NotFound(message, param="conversation_id", code="conversation_not_found")
+
+
+async def _chat(ctx: AppContext, conversation_id: str, user: str) -> Chat:
+    chat = await ctx.deps.store.get_chat(conversation_id, user)
+    if chat is None:
+        raise _not_found(conversation_id)
+    return chat
+
+
+def _conversation(chat: Chat, metadata: dict[str, str]) -> dict[str, Any]:
+    return {"id": chat.chat_id, "object": "conversation", "created_at": chat.created_at // 1000, "metadata": metadata}
+
+
+async def _add(ctx: AppContext, chat: Chat, parsed: ParsedInput) -> list[Message]:
+    at = now_ms()
+    messages = [to_message(m, chat.chat_id, at) for m in parsed.messages]
+    if messages:
+        await ctx.deps.store.add_messages(chat.chat_id, messages)
+    return messages
+
+
+async def _all_messages(ctx: AppContext, chat: Chat, user: str) -> list[Message]:
+    found: list[Message] = []
+    cursor: str | None = None
+    while True:
+        page = await ctx.deps.store.list_messages(chat.chat_id, user, PAGE, cursor)
+        if page is None:
+            raise _not_found(chat.chat_id)
+        found += page.items
+        if page.next_cursor is None:
+            return found
+        cursor = page.next_cursor
+
+
+@router.post("")
+async def create_conversation(ctx: Ctx, user: User, body: ConversationCreate | None = None) -> dict[str, Any]:
+    body = body or ConversationCreate()
+    parsed = parse_input(body.items, sortable_id())
+    metadata = body.metadata or {}
+    first = next((m.content for m in parsed.messages if m.role == Role.USER), "")
+    at = now_ms()
+    chat = Chat(
+        chat_id=new_chat_id(),
+        user_id=user,
+        title=metadata.get("title") or chat_name(first),
+        created_at=at,
+        last_activity_at=at,
+    )
+    await ctx.deps.store.create_chat(chat)
+    if metadata:
+        await response_store(ctx).put_conversation(chat.chat_id, metadata)
+    await _add(ctx, chat, parsed)
+    return _conversation(chat, metadata)
+
+
+@router.get("/{conversation_id}")
+async def retrieve_conversation(conversation_id: str, ctx: Ctx, user: User) -> dict[str, Any]:
+    chat = await _chat(ctx, conversation_id, user)
+    return _conversation(chat, await response_store(ctx).conversation_metadata(chat.chat_id))
+
+
+@router.post("/{conversation_id}")
+async def update_conversation(conversation_id: str, body: ConversationUpdate, ctx: Ctx, user: User) -> dict[str, Any]:
+    chat = await _chat(ctx, conversation_id, user)
+    await response_store(ctx).put_conversation(chat.chat_id, body.metadata)
+    return _conversation(chat, body.metadata)
+
+
+@router.delete("/{conversation_id}")
+async def delete_conversation(conversation_id: str, ctx: Ctx, user: User) -> dict[str, Any]:
+    if not await ctx.deps.store.delete_chat(conversation_id, user):
+        raise _not_found(conversation_id)
+    if ctx.blobs is not None:
+        await ctx.blobs.delete_prefix(chat_data_prefix(conversation_id))
+    return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
+
+
+@router.get("/{conversation_id}/items")
+async def list_items(
+    conversation_id: str,
+    ctx: Ctx,
+    user: User,
+    after: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    order: Literal["asc", "desc"] = "desc",
+) -> dict[str, Any]:
+    chat = await _chat(ctx, conversation_id, user)
+    items = conversation_items(await _all_messages(ctx, chat, user), chat.agent_key)
+    return list_page(items, after=after, limit=limit, order=order)
+
+
+@router.post("/{conversation_id}/items")
+async def create_items(conversation_id: str, body: ItemsCreate, ctx: Ctx, user: User) -> dict[str, Any]:
+    chat = await _chat(ctx, conversation_id, user)
+    messages = await _add(ctx, chat, parse_input(body.items, sortable_id()))
+    return list_page(conversation_items(messages, chat.agent_key), after=None, limit=PAGE, order="asc")

@@ -1,0 +1,188 @@
+"""The OpenAI Responses API (stream function): /v1/responses... and GET /v1/models."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from agent_core.api.deps import app_context, current_user, request_now
+from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
+from agent_core.context import AppContext
+from agent_core.errors import InvalidRequest, NotFound
+from agent_core.protocol.responses import encode_event, replay_events
+from agent_core.protocol.responses_input import ResponseCreate
+from agent_core.protocol.responses_items import list_page
+from agent_core.protocol.sse import with_pings
+from agent_core.runtime.responses_exec import BackgroundResponses, queue_response, start_response
+from agent_core.runtime.responses_run import plan_response
+from agent_core.store.responses import ACTIVE, ResponseRecord, ResponseStore
+
+router = APIRouter(prefix="/v1", tags=["responses"])
+
+Ctx = Annotated[AppContext, Depends(app_context)]
+User = Annotated[str, Depends(current_user)]
+CANCEL_WAIT_S = 10.0
+OWNER = "agent-core"
+
+
+def response_store(ctx: AppContext) -> ResponseStore:
+    return ResponseStore(ctx.table, ctx.blobs)
+
+
+def background_runs(request: Request) -> BackgroundResponses:
+    """This app's background responses (tracked tasks), created on first use."""
+    state = request.app.state
+    runs = getattr(state, "responses_background", None)
+    if runs is None:
+        runs = state.responses_background = BackgroundResponses()
+    return runs
+
+
+Runs = Annotated[BackgroundResponses, Depends(background_runs)]
+
+
+def _not_found(response_id: str) -> NotFound:
+    return NotFound(f"response {response_id!r} not found", param="response_id", code="response_not_found")
+
+
+async def _owned(ctx: AppContext, response_id: str, user: str) -> ResponseRecord:
+    record = await response_store(ctx).get(response_id, user)
+    if record is None:
+        raise _not_found(response_id)
+    return record
+
+
+def _sse(events: AsyncGenerator[dict[str, Any], None], ctx: AppContext) -> StreamingResponse:
+    async def body() -> AsyncIterator[bytes]:
+        async with contextlib.aclosing(events) as source:
+            async for event in source:
+                yield encode_event(event)
+        if ctx.settings.in_lambda:
+            await ctx.queue.join()
+
+    return StreamingResponse(with_pings(body(), PING_INTERVAL_S), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+async def _listed(events: list[dict[str, Any]]) -> AsyncGenerator[dict[str, Any], None]:
+    for event in events:
+        yield event
+
+
+@router.post("/responses", response_model=None)
+async def create_response(
+    body: ResponseCreate, request: Request, ctx: Ctx, user: User, runs: Runs
+) -> JSONResponse | StreamingResponse:
+    responses = response_store(ctx)
+    # Everything that answers with an HTTP status happens before a stream starts or a task is queued.
+    plan = await plan_response(ctx.deps, responses, body, user, now=request_now(request))
+    if body.background:
+        record = await queue_response(plan, responses)
+        log = runs.start(ctx.deps, responses, record.response_id)
+        if body.stream:
+            return _sse(log.follow(), ctx)
+        if ctx.settings.in_lambda:
+            # Nothing runs after a Lambda response ends: until the worker has a response job, finish first.
+            await runs.wait(record.response_id, timeout_s=None)
+            await ctx.queue.join()
+            record = await _owned(ctx, record.response_id, user)
+        return JSONResponse(record.body())
+    run = await start_response(plan, responses)
+    if body.stream:
+        return _sse(run.streamed(), ctx)
+    try:
+        async with contextlib.aclosing(run.events()) as events:
+            async for _ in events:
+                pass
+    finally:
+        if ctx.settings.in_lambda:
+            await ctx.queue.join()
+    return JSONResponse(run.result())
+
+
+@router.get("/responses/{response_id}", response_model=None)
+async def retrieve_response(
+    response_id: str,
+    ctx: Ctx,
+    user: User,
+    runs: Runs,
+    stream: bool = False,
+    starting_after: Annotated[int | None, Query(ge=-1)] = None,
+) -> JSONResponse | StreamingResponse:
+    record = await _owned(ctx, response_id, user)
+    if not stream:
+        return JSONResponse(record.body())
+    log = runs.log(response_id)
+    if log is not None:  # a background response running here: follow it live
+        return _sse(log.follow(starting_after), ctx)
+    after = -1 if starting_after is None else starting_after
+    return _sse(_listed([e for e in replay_events(record.body()) if e["sequence_number"] > after]), ctx)
+
+
+@router.delete("/responses/{response_id}")
+async def delete_response(response_id: str, ctx: Ctx, user: User) -> dict[str, Any]:
+    record = await _owned(ctx, response_id, user)
+    if record.status in ACTIVE:
+        await _stop(ctx, record)
+    await response_store(ctx).delete(response_id, user)
+    return {"id": response_id, "object": "response.deleted", "deleted": True}
+
+
+async def _stop(ctx: AppContext, record: ResponseRecord) -> None:
+    """Signal a response's run (here at once, elsewhere through its RUN item's flag)."""
+    if record.run_id and record.chat_id:
+        ctx.deps.cancels.signal(record.run_id)
+        await ctx.deps.store.request_cancel(record.chat_id, record.run_id)
+
+
+@router.post("/responses/{response_id}/cancel")
+async def cancel_response(response_id: str, ctx: Ctx, user: User, runs: Runs) -> dict[str, Any]:
+    """Cancel a background response; it keeps what it produced so far and ends `cancelled`."""
+    responses = response_store(ctx)
+    record = await _owned(ctx, response_id, user)
+    if not record.background:
+        raise InvalidRequest("only background responses can be cancelled", param="response_id")
+    if record.status in ACTIVE:
+        cancelled = await responses.cancel(response_id, user)
+        if cancelled is not None:
+            await _stop(ctx, cancelled)
+        await runs.wait(response_id, CANCEL_WAIT_S)
+        record = await _owned(ctx, response_id, user)
+    return record.body()
+
+
+@router.get("/responses/{response_id}/input_items")
+async def input_items(
+    response_id: str,
+    ctx: Ctx,
+    user: User,
+    after: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    order: Literal["asc", "desc"] = "desc",
+) -> dict[str, Any]:
+    record = await _owned(ctx, response_id, user)
+    return list_page(record.input_items, after=after, limit=limit, order=order)
+
+
+def _models(ctx: AppContext) -> list[dict[str, Any]]:
+    """The agents (a model id naming an agent runs it) and the configured model."""
+    ids = [a.key for a in ctx.deps.agents.all()]
+    if ctx.settings.model not in ids:
+        ids.append(ctx.settings.model)
+    return [{"id": i, "object": "model", "created": 0, "owned_by": OWNER} for i in ids]
+
+
+@router.get("/models")
+async def list_models(ctx: Ctx, _: User) -> dict[str, Any]:
+    return {"object": "list", "data": _models(ctx)}
+
+
+@router.get("/models/{model_id:path}")
+async def retrieve_model(model_id: str, ctx: Ctx, _: User) -> dict[str, Any]:
+    for model in _models(ctx):
+        if model["id"] == model_id:
+            return model
+    raise NotFound(f"model {model_id!r} not found", param="model", code="model_not_found")

@@ -1,0 +1,289 @@
+"""The OpenAI Responses encoder: native run events -> Responses stream events (one Response per run).
+
+Every event gets the next `sequence_number`; output items are numbered in order of appearance across
+the run's model steps. Server-side tools (built-in, MCP, actions) become `mcp_call` items; tools the
+client declared become `function_call` items. The aggregator folds the same events into the Response.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from agent_core.domain.events import (
+    ActionArgs,
+    ActionEnd,
+    ActionResult,
+    ActionStart,
+    ContentDelta,
+    ContentEnd,
+    ContentStart,
+    Event,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    RunCancel,
+    RunComplete,
+    RunError,
+    ToolArgs,
+    ToolEnd,
+    ToolResult,
+    ToolStart,
+)
+from agent_core.protocol.envelope import Envelope
+from agent_core.protocol.responses_aggregate import ResponseAggregator, usage_object
+from agent_core.protocol.responses_items import mcp_names
+
+Wire = dict[str, Any]
+
+
+def encode_event(event: Wire) -> bytes:
+    """One SSE message: `event: <type>` and `data: <json>`."""
+    data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    return f"event: {event['type']}\ndata: {data}\n\n".encode()
+
+
+@dataclass
+class _Item:
+    index: int
+    kind: str  # message / reasoning / function_call / mcp_call
+    id: str
+
+
+class ResponsesEncoder:
+    """Stateful translation for one response; `aggregator.snapshot()` is the Response so far."""
+
+    def __init__(
+        self, response: Wire, *, client_tools: frozenset[str] = frozenset(), server_label: str = "agent"
+    ) -> None:
+        self.aggregator = ResponseAggregator(response)
+        self.client_tools = client_tools
+        self.server_label = server_label
+        self._token = str(response["id"]).removeprefix("resp_")
+        self._seq = 0
+        self._open: dict[str, _Item] = {}  # native id (contentId, toolId, ...) -> its output item
+        self._next = 0
+
+    @property
+    def closed(self) -> bool:
+        return self.aggregator.terminal is not None
+
+    # ----- stamping -----
+
+    def _event(self, kind: str, **fields: Any) -> Wire:
+        event: Wire = {"type": kind, "sequence_number": self._seq, **fields}
+        self._seq += 1
+        self.aggregator.apply(event)
+        return event
+
+    def _lifecycle(self, kind: str, **changes: Any) -> Wire:
+        response = {**self.aggregator.snapshot(), **changes}
+        return self._event(kind, response=response)
+
+    # ----- public -----
+
+    def created(self) -> list[Wire]:
+        """`response.created` with the Response as it is (queued or in_progress)."""
+        return [self._lifecycle("response.created")]
+
+    def in_progress(self) -> list[Wire]:
+        return [self._lifecycle("response.in_progress", status="in_progress")]
+
+    def feed(self, envelope: Envelope | Event) -> list[Wire]:
+        """The Responses events for one native event (none for events without a Responses meaning)."""
+        event = envelope.event if isinstance(envelope, Envelope) else envelope
+        if self.closed:
+            return []
+        match event:
+            case ContentDelta(content_id=native, delta=delta) | ReasoningDelta(reasoning_id=native, delta=delta):
+                return self._text_delta(native, delta)
+            case ToolArgs(tool_id=native, delta=delta) | ActionArgs(action_id=native, delta=delta):
+                return self._args_delta(native, delta)
+            case ContentStart(content_id=native):
+                return self._open_text(native, "message")
+            case ReasoningStart(reasoning_id=native):
+                return self._open_text(native, "reasoning")
+            case ContentEnd(content_id=native) | ReasoningEnd(reasoning_id=native):
+                return self._close_text(native, "completed")
+            case ToolStart(tool_id=native, tool_name=name) | ActionStart(action_id=native, action_name=name):
+                return self._open_call(native, name)
+            case ToolEnd(tool_id=native) | ActionEnd(action_id=native):
+                return self._args_done(native)
+            case ToolResult(tool_id=native, result=result, status=status, reason=reason):
+                return self._result(native, result, status, reason)
+            case ActionResult(action_id=native, result=result):
+                return self._result(native, result, "ok", None)
+            case RunComplete(finish_reason=finish_reason, usage=usage):
+                return self._complete(finish_reason, usage)
+            case RunError(code=code, message=message):
+                return self.fail(code, message)
+            case RunCancel():
+                return self.cancel()
+        return []
+
+    def fail(self, code: str, message: str) -> list[Wire]:
+        """The run failed: an `error` event, open items closed, then `response.failed`."""
+        events = [self._event("error", code=code, message=message, param=None)]
+        events += self._close_all()
+        error = {"code": "server_error", "message": f"[{code}] {message}"}
+        events.append(self._lifecycle("response.failed", status="failed", error=error, completed_at=_now()))
+        return events
+
+    def cancel(self) -> list[Wire]:
+        """Cancelled (by request or a client gone): what streamed so far stays, marked incomplete."""
+        events = self._close_all()
+        events.append(self._lifecycle("response.incomplete", status="cancelled", completed_at=_now()))
+        return events
+
+    # ----- items -----
+
+    def _add(self, native_id: str, kind: str, prefix: str, item: Wire) -> tuple[_Item, Wire]:
+        index = self._next
+        self._next += 1
+        opened = _Item(index, kind, f"{prefix}_{self._token}_{index}")
+        self._open[native_id] = opened
+        event = self._event("response.output_item.added", output_index=index, item={"id": opened.id, **item})
+        return opened, event
+
+    def _done(self, native_id: str, item: Wire) -> Wire:
+        opened = self._open.pop(native_id)
+        return self._event("response.output_item.done", output_index=opened.index, item=item)
+
+    def _part(self, kind: str, text: str) -> Wire:
+        if kind == "message":
+            return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+        return {"type": "reasoning_text", "text": text}
+
+    def _open_text(self, native_id: str, kind: str) -> list[Wire]:
+        if kind == "message":
+            item: Wire = {"type": "message", "status": "in_progress", "role": "assistant", "content": []}
+            opened, added = self._add(native_id, kind, "msg", item)
+        else:
+            item = {"type": "reasoning", "status": "in_progress", "summary": [], "content": []}
+            opened, added = self._add(native_id, kind, "rs", item)
+        part = self._event(
+            "response.content_part.added",
+            item_id=opened.id,
+            output_index=opened.index,
+            content_index=0,
+            part=self._part(kind, ""),
+        )
+        return [added, part]
+
+    def _text_delta(self, native_id: str, delta: str) -> list[Wire]:
+        opened = self._open.get(native_id)
+        if opened is None:
+            return []
+        kind = "response.output_text.delta" if opened.kind == "message" else "response.reasoning_text.delta"
+        extra: Wire = {"logprobs": []} if opened.kind == "message" else {}
+        where = {"item_id": opened.id, "output_index": opened.index, "content_index": 0}
+        return [self._event(kind, **where, delta=delta, **extra)]
+
+    def _close_text(self, native_id: str, status: str) -> list[Wire]:
+        opened = self._open.get(native_id)
+        if opened is None:
+            return []
+        text = self.aggregator.text(opened.index)
+        where = {"item_id": opened.id, "output_index": opened.index, "content_index": 0}
+        part = self._part(opened.kind, text)
+        if opened.kind == "message":
+            done = self._event("response.output_text.done", **where, text=text, logprobs=[])
+        else:
+            done = self._event("response.reasoning_text.done", **where, text=text)
+        part_done = self._event("response.content_part.done", **where, part=part)
+        item = {**self.aggregator.item(opened.index), "status": status, "content": [part]}
+        return [done, part_done, self._done(native_id, item)]
+
+    def _open_call(self, native_id: str, name: str) -> list[Wire]:
+        if name in self.client_tools:
+            item: Wire = {"type": "function_call", "status": "in_progress", "call_id": native_id}
+            _, added = self._add(native_id, "function_call", "fc", {**item, "name": name, "arguments": ""})
+            return [added]
+        label, tool = mcp_names(name, self.server_label)
+        item = {"type": "mcp_call", "status": "in_progress", "server_label": label, "name": tool, "arguments": ""}
+        opened, added = self._add(native_id, "mcp_call", "mcp", item)
+        where = {"item_id": opened.id, "output_index": opened.index}
+        return [added, self._event("response.mcp_call.in_progress", **where)]
+
+    def _args_delta(self, native_id: str, delta: str) -> list[Wire]:
+        opened = self._open.get(native_id)
+        if opened is None or not delta:
+            return []
+        kind = "function_call_arguments" if opened.kind == "function_call" else "mcp_call_arguments"
+        return [self._event(f"response.{kind}.delta", item_id=opened.id, output_index=opened.index, delta=delta)]
+
+    def _args_done(self, native_id: str, status: str = "completed") -> list[Wire]:
+        opened = self._open.get(native_id)
+        if opened is None:
+            return []
+        arguments = self.aggregator.arguments(opened.index)
+        where = {"item_id": opened.id, "output_index": opened.index}
+        if opened.kind == "mcp_call":  # open until its result
+            return [self._event("response.mcp_call_arguments.done", **where, arguments=arguments)]
+        done = self._event("response.function_call_arguments.done", **where, arguments=arguments)
+        item = {**self.aggregator.item(opened.index), "arguments": arguments, "status": status}
+        return [done, self._done(native_id, item)]
+
+    def _result(self, native_id: str, result: Any, status: str, reason: str | None) -> list[Wire]:
+        opened = self._open.get(native_id)
+        if opened is None or opened.kind != "mcp_call":
+            return []
+        ok = status == "ok"
+        output = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+        where = {"item_id": opened.id, "output_index": opened.index}
+        events = [self._event("response.mcp_call.completed" if ok else "response.mcp_call.failed", **where)]
+        item = {**self.aggregator.item(opened.index), "output": output, "status": "completed" if ok else "failed"}
+        item["error"] = None if ok else _failure(status, reason, result)
+        events.append(self._done(native_id, item))
+        return events
+
+    def _close_all(self) -> list[Wire]:
+        """Items still open when the run ends are closed as incomplete, in output order."""
+        events: list[Wire] = []
+        for native_id, opened in sorted(self._open.items(), key=lambda entry: entry[1].index):
+            if opened.kind in ("message", "reasoning"):
+                events += self._close_text(native_id, "incomplete")
+            elif opened.kind == "function_call":
+                events += self._args_done(native_id, "incomplete")
+            else:
+                item = {**self.aggregator.item(opened.index), "status": "incomplete"}
+                events.append(self._done(native_id, item))
+        return events
+
+    def _complete(self, finish_reason: str, usage: dict[str, int] | None) -> list[Wire]:
+        events = self._close_all()
+        done = {"usage": usage_object(usage), "completed_at": _now()}
+        if finish_reason == "deadline":  # the turn's time budget ran out: what streamed so far is the answer
+            incomplete = {"status": "incomplete", "incomplete_details": {"reason": "deadline"}}
+            events.append(self._lifecycle("response.incomplete", **incomplete, **done))
+        else:
+            events.append(self._lifecycle("response.completed", status="completed", **done))
+        return events
+
+
+def _failure(status: str, reason: str | None, result: Any) -> Wire:
+    """A governed non-ok tool result as an mcp_call error (status and reason as the audit records them)."""
+    content = {"status": status, "reason": reason or status, "result": result}
+    return {"type": "mcp_tool_execution_error", "content": content}
+
+
+def _now() -> int:
+    return int(time.time())
+
+
+def replay_events(response: Wire) -> list[Wire]:
+    """A stored Response as a short stream: created, each item added and done, then its terminal event."""
+    status = str(response.get("status"))
+    base = {**response, "output": []}
+    events: list[Wire] = [{"type": "response.created", "response": {**base, "status": "in_progress"}}]
+    for index, item in enumerate(response.get("output") or []):
+        events.append({"type": "response.output_item.added", "output_index": index, "item": item})
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    terminal = {"completed": "response.completed", "failed": "response.failed"}.get(status, "response.incomplete")
+    if status not in ("queued", "in_progress"):
+        events.append({"type": terminal, "response": response})
+    for seq, event in enumerate(events):
+        event["sequence_number"] = seq
+    return events

@@ -1,0 +1,73 @@
+"""Chat messages as OpenAI conversation items, and the API's cursor-paged lists."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from agent_core.domain.models import Kind, Message, Role, ToolCall
+from agent_core.protocol.responses_input import CONTINUE_MESSAGE
+
+Wire = dict[str, Any]
+
+
+def mcp_names(name: str, default_label: str) -> tuple[str, str]:
+    """(server_label, tool name) of a server-side tool: MCP tools are named `{server}__{tool}`."""
+    label, _, remote = name.partition("__")
+    return (label, remote) if remote else (default_label, name)
+
+
+def _message(message: Message, role: str, part_type: str) -> Wire:
+    part: Wire = {"type": part_type, "text": message.content}
+    if part_type == "output_text":
+        part["annotations"] = []
+    return {"id": f"msg_{message.id}", "type": "message", "role": role, "status": "completed", "content": [part]}
+
+
+def _call(call: ToolCall, owner: Message, result: Message | None, server_label: str) -> Wire:
+    """A call whose result its own run wrote ran server-side (mcp_call); the client answered the others."""
+    if result is not None and owner.run_id is not None and result.run_id == owner.run_id:
+        label, tool = mcp_names(call.name, server_label)
+        item = {"id": f"mcp_{call.id}", "type": "mcp_call", "server_label": label, "name": tool}
+        return {**item, "arguments": call.arguments, "output": result.content, "status": "completed"}
+    item = {"id": f"fc_{call.id}", "type": "function_call", "call_id": call.id, "name": call.name}
+    return {**item, "arguments": call.arguments, "status": "completed"}
+
+
+def conversation_items(messages: list[Message], server_label: str = "agent") -> list[Wire]:
+    """A chat's messages (oldest first) as conversation items; summaries and continuation markers left out."""
+    normal = [m for m in messages if m.kind == Kind.NORMAL]
+    results = {m.tool_call_id: m for m in normal if m.role == Role.TOOL and m.tool_call_id}
+    owners = {call.id: m for m in normal if m.role == Role.ASSISTANT for call in m.tool_calls}
+    items: list[Wire] = []
+    for message in normal:
+        if message.role == Role.USER and message.content != CONTINUE_MESSAGE:
+            items.append(_message(message, "user", "input_text"))
+        elif message.role == Role.SYSTEM:
+            items.append(_message(message, "system", "input_text"))
+        elif message.role == Role.ASSISTANT:
+            if message.content:
+                items.append(_message(message, "assistant", "output_text"))
+            items += [_call(c, message, results.get(c.id), server_label) for c in message.tool_calls]
+        elif message.role == Role.TOOL and message.tool_call_id:
+            owner = owners.get(message.tool_call_id)
+            if owner is not None and owner.run_id is not None and owner.run_id == message.run_id:
+                continue  # shown inside its mcp_call
+            item = {"id": f"fco_{message.id}", "type": "function_call_output", "call_id": message.tool_call_id}
+            items.append({**item, "output": message.content, "status": "completed"})
+    return items
+
+
+def list_page(items: list[Wire], *, after: str | None, limit: int, order: Literal["asc", "desc"]) -> Wire:
+    """`{object: list, data, first_id, last_id, has_more}` over items oldest first, paged after an item id."""
+    ordered = items if order == "asc" else list(reversed(items))
+    if after is not None:
+        ids = [str(item.get("id")) for item in ordered]
+        ordered = ordered[ids.index(after) + 1 :] if after in ids else []
+    page = ordered[:limit]
+    return {
+        "object": "list",
+        "data": page,
+        "first_id": page[0].get("id") if page else None,
+        "last_id": page[-1].get("id") if page else None,
+        "has_more": len(ordered) > limit,
+    }

@@ -1,0 +1,205 @@
+"""Driving a Responses run: the turn's events encoded once, aggregated, and the Response saved at its end.
+
+Streaming, blocking and background responses all iterate `ResponseRun.events()`; blocking and storage
+read the encoder's aggregator, so there is one way a Response comes to be.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from agent_core.errors import AgentError
+from agent_core.observability import logger
+from agent_core.protocol.envelope import Envelope
+from agent_core.protocol.responses import ResponsesEncoder
+from agent_core.protocol.responses_input import ResponseCreate
+from agent_core.runtime.deps import RunDeps
+from agent_core.runtime.loop import TurnRunner
+from agent_core.runtime.responses_run import ResponsePlan, open_turn, plan_response
+from agent_core.runtime.turn import PreparedTurn
+from agent_core.store.responses import ResponseRecord, ResponseStore
+
+Wire = dict[str, Any]
+Emit = Callable[[Wire], None]
+
+
+@dataclass
+class ResponseRun:
+    """A response whose turn holds the chat's lease."""
+
+    plan: ResponsePlan
+    prepared: PreparedTurn
+    encoder: ResponsesEncoder
+    responses: ResponseStore | None  # None with store:false: nothing is saved
+    record: ResponseRecord | None
+    cancel_at_start: bool = False  # cancelled while it was queued: the run starts and stops at once
+
+    async def events(self) -> AsyncGenerator[Wire, None]:
+        """The run's Responses events, ending with exactly one terminal event; the Response is saved last."""
+        runner = TurnRunner(self.prepared)
+        if self.cancel_at_start:
+            self.prepared.deps.cancels.signal(self.prepared.run.run_id)
+        try:
+            envelopes = cast(AsyncGenerator[Envelope, None], runner.events())
+            async with contextlib.aclosing(envelopes):
+                async for envelope in envelopes:
+                    for event in self.encoder.feed(envelope):
+                        yield event
+        finally:
+            if not self.encoder.closed:  # the consumer went away: the run was cancelled under it
+                self.encoder.cancel()
+            await asyncio.shield(self._save())
+
+    async def streamed(self) -> AsyncGenerator[Wire, None]:
+        """A foreground stream: `response.created`, `response.in_progress`, then the run."""
+        for event in [*self.encoder.created(), *self.encoder.in_progress()]:
+            yield event
+        async for event in self.events():
+            yield event
+
+    async def _save(self) -> None:
+        if self.responses is None or self.record is None:
+            return
+        snapshot = self.encoder.aggregator.snapshot()
+        self.record.status, self.record.response = str(snapshot["status"]), snapshot
+        await self.responses.finish(self.record)
+
+    def result(self) -> Wire:
+        """The Response as the API returns it once the events are consumed."""
+        return self.record.body() if self.record is not None else self.encoder.aggregator.snapshot()
+
+
+def _encoder(plan: ResponsePlan, chat_id: str | None) -> ResponsesEncoder:
+    response = plan.response("in_progress", chat_id)
+    return ResponsesEncoder(response, client_tools=plan.client_tools, server_label=plan.agent.key)
+
+
+async def start_response(plan: ResponsePlan, responses: ResponseStore) -> ResponseRun:
+    """Take the lease now (errors answer with an HTTP status); store:true saves it `in_progress` first."""
+    prepared = await open_turn(plan)
+    chat_id, run_id = prepared.chat.chat_id, prepared.run.run_id
+    record = None
+    if plan.body.stored:
+        record = plan.record("in_progress", chat_id, run_id)
+        await responses.create(record)
+    return ResponseRun(plan, prepared, _encoder(plan, chat_id), responses if record else None, record)
+
+
+async def queue_response(plan: ResponsePlan, responses: ResponseStore) -> ResponseRecord:
+    """A background response is saved `queued` with its request; `run_queued` runs it."""
+    record = plan.record("queued")
+    await responses.create(record)
+    return record
+
+
+async def run_queued(deps: RunDeps, responses: ResponseStore, response_id: str, emit: Emit | None = None) -> None:
+    """Run a queued background response to its end: locally an asyncio task, in Lambda the worker's job."""
+    record = await responses.load(response_id)
+    if record is None or record.status != "queued" or record.request is None:
+        return  # cancelled, deleted or already taken
+    send = emit or (lambda event: None)
+    body = ResponseCreate.model_validate(record.request)
+    encoder = ResponsesEncoder(record.response, client_tools=body.client_tools)
+    for event in encoder.created():
+        send(event)
+    try:
+        plan = await plan_response(
+            deps, responses, body, record.user_id, response_id=record.response_id, created_at=record.created_at
+        )
+        prepared = await open_turn(plan)
+    except Exception as error:
+        if not isinstance(error, AgentError):
+            logger.exception("background response failed to start", extra={"responseId": response_id})
+        code, message = (error.code, error.message) if isinstance(error, AgentError) else ("internal_error", "")
+        for event in encoder.fail(code, message or "the response could not start"):
+            send(event)
+        snapshot = encoder.aggregator.snapshot()
+        record.status, record.response = str(snapshot["status"]), snapshot
+        await responses.finish(record)
+        return
+    record.chat_id, record.run_id = prepared.chat.chat_id, prepared.run.run_id
+    started = await responses.start(record)
+    encoder.server_label = plan.agent.key
+    encoder.aggregator.update(conversation={"id": record.chat_id})
+    for event in encoder.in_progress():
+        send(event)
+    run = ResponseRun(plan, prepared, encoder, responses, record, cancel_at_start=not started)
+    async for event in run.events():
+        send(event)
+
+
+class EventLog:
+    """A background response's events in order, for streams that follow it while it runs here."""
+
+    def __init__(self) -> None:
+        self.events: list[Wire] = []
+        self.closed = False
+        self._changed = asyncio.Event()
+
+    def append(self, event: Wire) -> None:
+        self.events.append(event)
+        self._wake()
+
+    def close(self) -> None:
+        self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    async def follow(self, after: int | None = None) -> AsyncGenerator[Wire, None]:
+        """Every event (after sequence number `after`), then the new ones as they come, until closed."""
+        sent = 0
+        while True:
+            waiter = self._changed
+            while sent < len(self.events):
+                event = self.events[sent]
+                sent += 1
+                if after is None or event["sequence_number"] > after:
+                    yield event
+            if self.closed:
+                return
+            await waiter.wait()
+
+
+class BackgroundResponses:
+    """Background responses running in this process, as tracked asyncio tasks (by response id)."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._logs: dict[str, EventLog] = {}
+
+    def start(self, deps: RunDeps, responses: ResponseStore, response_id: str) -> EventLog:
+        log = EventLog()
+        self._logs[response_id] = log
+        task = asyncio.create_task(self._run(deps, responses, response_id, log), name=f"response-{response_id}")
+        self._tasks[response_id] = task
+        return log
+
+    async def _run(self, deps: RunDeps, responses: ResponseStore, response_id: str, log: EventLog) -> None:
+        try:
+            await run_queued(deps, responses, response_id, log.append)
+        except Exception:
+            logger.exception("background response failed", extra={"responseId": response_id})
+        finally:
+            log.close()
+            self._logs.pop(response_id, None)
+            self._tasks.pop(response_id, None)
+
+    def log(self, response_id: str) -> EventLog | None:
+        return self._logs.get(response_id)
+
+    async def wait(self, response_id: str, timeout_s: float | None) -> None:
+        """Until the response's task ends here (or the timeout passes); nothing when it does not run here."""
+        task = self._tasks.get(response_id)
+        if task is not None:
+            await asyncio.wait({task}, timeout=timeout_s)
+
+    async def join(self) -> None:
+        while self._tasks:
+            await asyncio.wait(set(self._tasks.values()))

@@ -1,0 +1,72 @@
+"""The app the OpenAI-compatible API tests drive: uvicorn on loopback, moto's DynamoDB, the stub as its LLM.
+
+Fixtures are named with `name=` so a test module can import them without shadowing its parameters.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import openai
+import pytest
+
+from agent_core.api import routes
+from agent_core.api.app import build_app
+from agent_core.context import AppContext, build_context
+from agent_core.llm.openai_client import OpenAiLlmClient
+from agent_core.store.dynamodb import DynamoTable
+from tests.support.fixtures import make_settings
+from tests.support.openai_stub import OpenAiStub
+from tests.support.server import serve
+
+
+@pytest.fixture(name="context")
+def context_fixture(openai_stub: OpenAiStub, moto_table: DynamoTable) -> AppContext:
+    settings = make_settings(
+        AGENT_LLM_PROVIDER="openai",
+        OPENAI_BASE_URL=openai_stub.base_url,
+        OPENAI_API_KEY="sk-t",
+        AGENT_LLM_MAX_RETRIES="0",
+    )
+    return build_context(settings, table=moto_table, llm=OpenAiLlmClient(settings), audit=lambda line: None)
+
+
+@pytest.fixture(name="base_url")
+def base_url_fixture(context: AppContext) -> Iterator[str]:
+    with serve(build_app(*routes.local, context=context)) as base:
+        yield f"{base}/v1"
+
+
+@pytest.fixture(name="client")
+def client_fixture(base_url: str) -> openai.OpenAI:
+    # With AGENT_AUTH_MODE=none the SDK's Bearer key names the user.
+    return openai.OpenAI(base_url=base_url, api_key="user-a", max_retries=0, timeout=30)
+
+
+@pytest.fixture(name="other")
+def other_fixture(base_url: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=base_url, api_key="user-b", max_retries=0, timeout=30)
+
+
+def table_items(context: AppContext) -> int:
+    """Items in the moto table (tests only: no request path scans)."""
+    scan = boto3.client("dynamodb", region_name="us-east-1").scan(TableName=context.settings.table_name)
+    return int(scan["Count"])
+
+
+def chat_messages(request: dict[str, Any]) -> list[tuple[str, str]]:
+    """(role, content) of the messages the stub LLM received."""
+    return [(m["role"], str(m.get("content") or "")) for m in request["messages"]]
+
+
+def wait_status(client: openai.OpenAI, response_id: str, wanted: set[str]) -> Any:
+    """Poll as a client would (bounded): the response once its status is one of `wanted`."""
+    deadline = time.monotonic() + 15
+    while True:
+        response = client.responses.retrieve(response_id)
+        if response.status in wanted or time.monotonic() > deadline:
+            return response
+        time.sleep(0.02)
