@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from agent_core.config import Settings
-from agent_core.domain.jobs import WorkQueue
+from agent_core.domain.jobs import ResponseJob, WorkQueue
 from agent_core.jobs.handlers import JobHandlers
 from agent_core.jobs.inprocess import InProcessWorkQueue
 from agent_core.llm.base import LlmClient
@@ -84,6 +85,18 @@ def build_llm(settings: Settings, registry: ToolRegistry) -> LlmClient:
     return OpenAiLlmClient(settings)
 
 
+def _response_jobs(deps: RunDeps, table: Table, blobs: BlobStore | None) -> Callable[[ResponseJob], Awaitable[None]]:
+    """The worker's handler for background /v1/responses runs."""
+
+    async def run(job: ResponseJob) -> None:
+        from agent_core.runtime.responses_exec import run_queued
+        from agent_core.store.responses import ResponseStore
+
+        await run_queued(deps, ResponseStore(table, blobs), job.response_id)
+
+    return run
+
+
 def build_context(
     settings: Settings,
     *,
@@ -118,4 +131,5 @@ def build_context(
         mcp=McpCatalog(settings, env=settings.environment()),
     )
     handlers.append(JobHandlers(deps))
+    deps.response_jobs = _response_jobs(deps, table, blobs)
     return AppContext(settings=settings, deps=deps, queue=queue, table=table, blobs=blobs)

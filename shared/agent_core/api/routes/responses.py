@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from agent_core.api.deps import app_context, current_user, request_now
 from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
 from agent_core.context import AppContext
+from agent_core.domain.jobs import ResponseJob
 from agent_core.errors import InvalidRequest, NotFound
 from agent_core.protocol.responses import encode_event, replay_events
 from agent_core.protocol.responses_input import ResponseCreate
@@ -81,14 +82,13 @@ async def create_response(
     plan = await plan_response(ctx.deps, responses, body, user, now=request_now(request))
     if body.background:
         record = await queue_response(plan, responses)
+        if ctx.settings.in_lambda and not body.stream:
+            # Nothing runs after a Lambda response ends: the worker runs it from the work queue.
+            await ctx.deps.queue.enqueue(ResponseJob(response_id=record.response_id, user_id=user))
+            return JSONResponse(record.body())
         log = runs.start(ctx.deps, responses, record.response_id)
         if body.stream:
             return _sse(log.follow(), ctx)
-        if ctx.settings.in_lambda:
-            # Nothing runs after a Lambda response ends: until the worker has a response job, finish first.
-            await runs.wait(record.response_id, timeout_s=None)
-            await ctx.queue.join()
-            record = await _owned(ctx, record.response_id, user)
         return JSONResponse(record.body())
     run = await start_response(plan, responses)
     if body.stream:
