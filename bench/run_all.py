@@ -7,7 +7,18 @@ import subprocess
 import time
 from typing import Any
 
-from bench import cold_import, ddb_calls, prompt_tokens, turn_latency
+from bench import (
+    cold_import,
+    ddb_calls,
+    jobs_scale,
+    memory_recall,
+    orchestration,
+    prompt_tokens,
+    responses_encoder,
+    stream_latency,
+    submit_roundtrip,
+    turn_latency,
+)
 from bench.common import machine
 
 
@@ -74,6 +85,12 @@ def run() -> dict[str, Any]:
         ("ddb_calls", ddb_calls),
         ("prompt_tokens", prompt_tokens),
         ("cold_import", cold_import),
+        ("stream_latency", stream_latency),
+        ("submit_roundtrip", submit_roundtrip),
+        ("orchestration", orchestration),
+        ("memory_recall", memory_recall),
+        ("responses_encoder", responses_encoder),
+        ("jobs_scale", jobs_scale),
     ):
         print(f"\n## {name}\n")
         results[name] = module.run()

@@ -61,6 +61,7 @@ class InfraSettings(BaseModel):
     jwt_jwks_url: str = Field("", alias="jwtJwksUrl")
     lwa_layer_version: int = Field(28, alias="lwaLayerVersion", ge=1)
     cors_origins: tuple[str, ...] = Field((), alias="corsOrigins")
+    worker_max_concurrency: int = Field(5, ge=2, le=1000, alias="workerMaxConcurrency")
     throttling_rate_limit: float = Field(20.0, alias="throttlingRateLimit", gt=0)
     throttling_burst_limit: int = Field(40, alias="throttlingBurstLimit", gt=0)
     log_retention_days: int = Field(30, alias="logRetentionDays")

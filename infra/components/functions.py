@@ -83,6 +83,7 @@ class AgentFunctions(Construct):
         s = self.settings
         env = {
             "AGENT_STORAGE": "aws",
+            "AGENT_CORS_ORIGINS": ",".join(s.cors_origins),
             "AGENT_MODEL": s.model,
             "AGENT_AUTH_MODE": s.auth_mode,
             "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
@@ -155,7 +156,13 @@ class AgentFunctions(Construct):
             self.queue.queue.grant_send_messages(role)
         if spec.consumes_queue and self.queue is not None:
             fn.add_event_source(
-                event_sources.SqsEventSource(self.queue.queue, batch_size=10, report_batch_item_failures=True)
+                # Bounded concurrency: the worker never floods the LLM provider or the table.
+                event_sources.SqsEventSource(
+                    self.queue.queue,
+                    batch_size=10,
+                    report_batch_item_failures=True,
+                    max_concurrency=self.settings.worker_max_concurrency,
+                )
             )
         acknowledge(
             role,

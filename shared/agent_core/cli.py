@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, NoReturn, TextIO
@@ -44,6 +45,15 @@ def serve(host: str, port: int) -> None:
         # An invalid agent definition stops the server from starting, naming file, field and problem.
         raise SystemExit(f"agent-core: invalid agent definition: {error}") from error
     app = build_app(*routes.local, context=context)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[None]:
+        from agent_core.jobs.local_scheduler import local_schedules
+
+        async with local_schedules(context.deps):
+            yield
+
+    app.router.lifespan_context = lifespan
     print(_banner(settings, host, port), flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 

@@ -67,6 +67,7 @@ class Settings(BaseSettings):
     turn_deadline_ms: int = Field(25000, alias="AGENT_TURN_DEADLINE_MS")
     run_lease_ms: int = Field(120000, alias="AGENT_RUN_LEASE_MS")
     allow_clock_override: bool = Field(False, alias="AGENT_ALLOW_CLOCK_OVERRIDE")
+    cors_origins: list[str] = Field(default_factory=list, alias="AGENT_CORS_ORIGINS")
 
     service_name: str = Field("agent-core", alias="POWERTOOLS_SERVICE_NAME")
     lambda_function_name: str = Field("", alias="AWS_LAMBDA_FUNCTION_NAME")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastapi import APIRouter, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 
 from agent_core import __version__
 from agent_core.api.errors import install_error_handlers
@@ -18,6 +19,15 @@ def build_app(*routers: APIRouter, context: AppContext | ContextFactory | None =
     """An app serving `routers`. The context is built on first use, so importing costs no I/O."""
     app = FastAPI(title="agent-core", version=__version__, docs_url=None, redoc_url=None)
     install_error_handlers(app)
+    settings = context.settings if isinstance(context, AppContext) else get_settings()
+    if settings.cors_origins:
+        # Browsers calling through API Gateway get CORS headers from the app (preflight is the gateway's).
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+            allow_headers=["Authorization", "Content-Type", "X-Request-Id", "X-User-Id", "X-Agent-Now"],
+        )
     for router in routers:
         app.include_router(router)
     if isinstance(context, AppContext):
