@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, date, datetime, timedelta
 
 from agent_core.domain.ids import now_ms
@@ -26,15 +27,18 @@ async def enqueue_closed_days(deps: RunDeps, now: datetime) -> JobReport:
     report = JobReport()
     now_ms_ = now_ms_of(now)
     hour = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-    for bucket_start in (hour - timedelta(hours=1), hour):
-        bucket = close_bucket(now_ms_of(bucket_start))
-        for index in range(SHARDS):
-            # Page by page: memory stays flat however many users closed their day in this hour.
-            async for page in deps.store.day_mark_pages(bucket, index, now_ms_):
-                jobs: list[Job] = [DailySummaryJob(user_id=u, date=d, now_ms=now_ms_) for u, d in page]
-                await deps.queue.enqueue_many(jobs)
-                report.scanned += len(page)
-                report.enqueued += len(jobs)
+    buckets = [close_bucket(now_ms_of(start)) for start in (hour - timedelta(hours=1), hour)]
+
+    async def shard(bucket: str, index: int) -> None:
+        # Page by page: memory stays flat however many users closed their day in this hour.
+        async for page in deps.store.day_mark_pages(bucket, index, now_ms_):
+            jobs: list[Job] = [DailySummaryJob(user_id=u, date=d, now_ms=now_ms_) for u, d in page]
+            await deps.queue.enqueue_many(jobs)
+            report.scanned += len(page)
+            report.enqueued += len(jobs)
+
+    # The shards are independent partitions: read them concurrently.
+    await asyncio.gather(*(shard(bucket, index) for bucket in buckets for index in range(SHARDS)))
     return report
 
 

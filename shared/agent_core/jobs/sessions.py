@@ -14,8 +14,6 @@ from agent_core.observability import logger
 from agent_core.runtime.deps import RunDeps
 from agent_core.store.schema import SHARDS
 
-IDLE_PAGE = 200
-
 
 async def summarize_session(deps: RunDeps, job: SessionSummaryJob) -> bool:
     """Write the session's summary once (idempotent); then queue the profile extraction. False: nothing to do."""
@@ -56,7 +54,7 @@ async def close_idle_sessions(deps: RunDeps, now: datetime) -> JobReport:
     now_ms = now_ms_of(now)
     idle_ms = deps.settings.idle_timeout_minutes * 60_000
     for index in range(SHARDS):
-        async for page in deps.store.idle_candidate_pages(index, now_ms, IDLE_PAGE):
+        async for page in deps.store.idle_candidate_pages(index, now_ms):
             await _close_page(deps, page, now_ms, idle_ms, report)
     return report
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from agent_core.domain.jobs import Job, dump_job
 from agent_core.observability import logger
+from agent_core.store.aws_client import ThreadedAwsClient
 
 MAX_DELAY_S = 900  # SQS DelaySeconds: 0..900
 BATCH_SIZE = 10  # SendMessageBatch: at most 10 entries
@@ -29,22 +30,12 @@ def clamp_delay(delay_s: int) -> int:
     return max(0, min(int(delay_s), MAX_DELAY_S))
 
 
-class SqsWorkQueue:
+class SqsWorkQueue(ThreadedAwsClient):
     """The WorkQueue port on one SQS queue; `enqueue_many` sends batches of 10 and retries failed entries."""
 
     def __init__(self, queue_url: str, client_factory: Callable[[], Any]) -> None:
         self.queue_url = queue_url
-        self._client_factory = client_factory
-        self._client: Any = None
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = self._client_factory()
-        return self._client
-
-    async def _call(self, method: str, **kwargs: Any) -> Any:
-        return await asyncio.to_thread(getattr(self.client, method), **kwargs)
+        super().__init__(client_factory)
 
     async def enqueue(self, job: Job, delay_s: int = 0) -> None:
         await self._call(

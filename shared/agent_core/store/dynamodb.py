@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
+from agent_core.store.aws_client import ThreadedAwsClient
 from agent_core.store.schema import INDEXES, PK, SK
 from agent_core.store.table import (
     Atom,
@@ -93,22 +93,12 @@ def _key(key: Key) -> dict[str, Any]:
     return {PK: {"S": key[PK]}, SK: {"S": key[SK]}}
 
 
-class DynamoTable:
+class DynamoTable(ThreadedAwsClient):
     """The Table port on a real (or moto) DynamoDB table."""
 
     def __init__(self, table_name: str, client_factory: Callable[[], Any]) -> None:
         self.table_name = table_name
-        self._client_factory = client_factory
-        self._client: Any = None
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = self._client_factory()
-        return self._client
-
-    async def _call(self, method: str, **kwargs: Any) -> Any:
-        return await asyncio.to_thread(getattr(self.client, method), **kwargs)
+        super().__init__(client_factory)
 
     async def get(self, key: Key) -> Item | None:
         response = await self._call("get_item", TableName=self.table_name, Key=_key(key), ConsistentRead=True)

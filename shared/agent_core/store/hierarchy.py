@@ -56,7 +56,9 @@ class HierarchyStore:
         page = await self.table.query(it.chat_pk(chat_id), SkRange(begins_with="SESSION#"), limit=1000)
         return [it.session_from_item(i) for i in page.items]
 
-    async def idle_candidate_pages(self, shard: int, due_by_ms: int, page_size: int) -> AsyncIterator[list[Chat]]:
+    async def idle_candidate_pages(
+        self, shard: int, due_by_ms: int, page_size: int | None = None
+    ) -> AsyncIterator[list[Chat]]:
         """Pages of chats whose open session is due by `due_by_ms` (gsi2; sparse, so only open sessions)."""
         start: Item | None = None
         while True:
@@ -112,9 +114,12 @@ class HierarchyStore:
         return True
 
     async def day_mark_pages(
-        self, bucket: str, shard: int, closed_by_ms: int, page_size: int = 500
+        self, bucket: str, shard: int, closed_by_ms: int, page_size: int | None = None
     ) -> AsyncIterator[list[tuple[str, str]]]:
-        """Pages of (user, date) markers in one bucket whose day closed by `closed_by_ms`, not yet done."""
+        """Pages of (user, date) markers in one bucket whose day closed by `closed_by_ms`, not yet done.
+
+        Without `page_size` DynamoDB pages by size (1 MB): fewest round trips, memory bounded by a page.
+        """
         start: Item | None = None
         high = f"{closed_by_ms:015d}#~"
         while True:

@@ -9,6 +9,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from agent_core.config import Settings
+from agent_core.store.aws_client import ThreadedAwsClient
 from agent_core.store.blob import Blob, BlobInfo
 from agent_core.store.disposition import content_disposition
 
@@ -35,22 +36,12 @@ def _missing(exc: ClientError) -> bool:
     return str(exc.response.get("Error", {}).get("Code", "")) in _MISSING
 
 
-class S3BlobStore:
+class S3BlobStore(ThreadedAwsClient):
     """The BlobStore port on one S3 (or moto) bucket."""
 
     def __init__(self, bucket: str, client_factory: Callable[[], Any]) -> None:
         self.bucket = bucket
-        self._client_factory = client_factory
-        self._client: Any = None
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = self._client_factory()
-        return self._client
-
-    async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return await asyncio.to_thread(getattr(self.client, method), *args, **kwargs)
+        super().__init__(client_factory)
 
     async def put(self, key: str, body: bytes, content_type: str) -> None:
         await self._call("put_object", Bucket=self.bucket, Key=key, Body=body, ContentType=content_type)
