@@ -149,7 +149,8 @@ WORKER = FunctionSpec(
     description="The work queue's consumer: background jobs (compaction, summaries, profile, responses)",
     memory_mb=1024,
     timeout_s=300,  # the queue's visibility timeout is six times this (infra.components.queue)
-    needs=frozenset({Need.TABLE, Need.BUCKET, Need.QUEUE, Need.LLM_SECRET}),  # QUEUE: re-sends deferred jobs
+    # QUEUE: re-sends deferred jobs; DATA_TOKEN_SECRET: background responses may sign data links
+    needs=frozenset({Need.TABLE, Need.BUCKET, Need.QUEUE, Need.LLM_SECRET, Need.DATA_TOKEN_SECRET}),
     consumes_queue=True,
 )
 

@@ -9,6 +9,9 @@ from mangum import Mangum
 from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.observability import logger, metrics, tracer
+from agent_core.warmup import load_llm_function_dependencies
+
+load_llm_function_dependencies()
 
 _asgi = Mangum(build_app(*routes.chat), lifespan="off")
 

@@ -6,6 +6,9 @@ from typing import Any
 
 from agent_core.jobs import entry
 from agent_core.observability import logger, metrics, tracer
+from agent_core.warmup import load_llm_function_dependencies
+
+load_llm_function_dependencies()
 
 
 @logger.inject_lambda_context

@@ -37,7 +37,9 @@ class JsonLlm(ScriptedLlm):
         if '"facts"' in instruction:
             yield LlmDelta(content='{"facts": [{"aspect": "budget", "key": "trip", "value": "about 8000 CNY"}]}')
         else:
-            yield LlmDelta(content='{"summary": "The user planned a trip to Kyoto in April.", "keyTopics": ["Kyoto", "April trip"]}')
+            yield LlmDelta(
+                content='{"summary": "The user planned a trip to Kyoto in April.", "keyTopics": ["Kyoto", "April trip"]}'
+            )
         yield LlmDelta(finish_reason="stop")
 
 
@@ -155,7 +157,9 @@ async def test_a_user_still_active_is_deferred_with_a_delayed_message() -> None:
     from agent_core.jobs.daily import summarize_day
 
     now_ms = int(datetime(2026, 1, 7, 16, 30, tzinfo=UTC).timestamp() * 1000)
-    assert await summarize_day(context.deps, DailySummaryJob(user_id="alice", date="2026-01-07", now_ms=now_ms)) is False
+    assert (
+        await summarize_day(context.deps, DailySummaryJob(user_id="alice", date="2026-01-07", now_ms=now_ms)) is False
+    )
     assert len(sent) == 1 and sent[0][1] == 600 and isinstance(sent[0][0], DailySummaryJob)
     assert sent[0][0].deferrals == 1
 
@@ -164,7 +168,13 @@ async def test_time_query_is_answered_from_summaries_in_exactly_one_llm_call() -
     llm = JsonLlm(Reply(text="Yesterday you planned Kyoto."))
     context = _context(llm)
     await context.deps.store.put_daily(
-        DailySummary(user_id="alice", date="2026-01-07", summary="The user planned a Kyoto trip.", key_topics=["Kyoto"], updated_at=0)
+        DailySummary(
+            user_id="alice",
+            date="2026-01-07",
+            summary="The user planned a Kyoto trip.",
+            key_topics=["Kyoto"],
+            updated_at=0,
+        )
     )
     async with _client(context) as client:
         response = await client.post(
@@ -186,7 +196,9 @@ async def test_time_query_with_no_records_costs_no_llm_call() -> None:
     context = _context(llm)
     async with _client(context, "bob") as client:
         response = await client.post(
-            "/api/ap/query", json={"message": "what did we talk about last week?"}, headers={"X-Agent-Now": "2026-01-08T03:00:00+00:00"}
+            "/api/ap/query",
+            json={"message": "what did we talk about last week?"},
+            headers={"X-Agent-Now": "2026-01-08T03:00:00+00:00"},
         )
     assert "I found no conversations from last week" in response.text
     assert llm.requests == []
@@ -198,17 +210,24 @@ async def test_profile_is_visible_and_erasable_and_joins_the_prompt() -> None:
     from agent_core.domain.models import Profile, ProfileFact
 
     await context.deps.store.put_profile(
-        Profile(user_id="alice", facts=[ProfileFact(aspect="interests", key="travel", value="Japan", source_date="2026-01-07")])
+        Profile(
+            user_id="alice",
+            facts=[ProfileFact(aspect="interests", key="travel", value="Japan", source_date="2026-01-07")],
+        )
     )
     async with _client(context) as client:
         shown = (await client.get("/api/ap/profile")).json()
-        assert shown["facts"] == [{"aspect": "interests", "key": "travel", "value": "Japan", "sourceDate": "2026-01-07"}]
+        assert shown["facts"] == [
+            {"aspect": "interests", "key": "travel", "value": "Japan", "sourceDate": "2026-01-07"}
+        ]
         await _say(client, None, "suggest something", DAY1)
         assert "interests: travel: Japan" in llm.requests[-1].messages[1]["content"]
         assert (await client.delete("/api/ap/profile")).status_code == 204
         assert (await client.get("/api/ap/profile")).json()["facts"] == []
     other = build_app(*routes.local, context=context)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=other), base_url="http://t", headers={"X-User-Id": "eve"}) as eve:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=other), base_url="http://t", headers={"X-User-Id": "eve"}
+    ) as eve:
         assert (await eve.get("/api/ap/profile")).json()["facts"] == []
 
 
@@ -218,3 +237,41 @@ async def test_clock_override_stores_messages_at_that_time() -> None:
         chat_id = await _say(client, None, "hello from the past", DAY1)
         items = (await client.get(f"/api/v1/conversations/{chat_id}/messages")).json()["items"]
     assert items[0]["createdAt"].startswith("2026-01-07T02:00")
+
+
+async def test_search_chat_history_and_get_user_profile_tools() -> None:
+    from agent_core.domain.models import Profile, ProfileFact
+
+    llm = JsonLlm(
+        Reply(
+            tool_calls=[
+                ("c1", "search_chat_history", {"time_range": "yesterday", "query": "Kyoto"}),
+                ("c2", "get_user_profile", {}),
+            ]
+        ),
+        Reply(text="done"),
+    )
+    context = _context(llm)
+    await context.deps.store.put_daily(
+        DailySummary(
+            user_id="alice",
+            date="2026-01-07",
+            summary="The user planned a Kyoto trip.",
+            key_topics=["Kyoto"],
+            updated_at=0,
+        )
+    )
+    await context.deps.store.put_profile(
+        Profile(
+            user_id="alice",
+            facts=[ProfileFact(aspect="budget", key="trip", value="8000 CNY", source_date="2026-01-07")],
+        )
+    )
+    async with _client(context) as client:
+        response = await client.post(
+            "/api/ap/query", json={"message": "look it up"}, headers={"X-Agent-Now": "2026-01-08T03:00:00+00:00"}
+        )
+    events = [__import__("json").loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
+    results = {e["toolId"]: e["result"] for e in events if e["type"] == "tool.result"}
+    assert results["c1"]["start"] == "2026-01-07" and "Kyoto trip" in results["c1"]["records"]
+    assert results["c2"]["facts"] == [{"aspect": "budget", "key": "trip", "value": "8000 CNY", "since": "2026-01-07"}]

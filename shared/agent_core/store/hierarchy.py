@@ -114,11 +114,11 @@ class HierarchyStore:
         return True
 
     async def day_mark_pages(
-        self, bucket: str, shard: int, closed_by_ms: int, page_size: int | None = None
+        self, bucket: str, shard: int, closed_by_ms: int, page_size: int | None = 1000
     ) -> AsyncIterator[list[tuple[str, str]]]:
         """Pages of (user, date) markers in one bucket whose day closed by `closed_by_ms`, not yet done.
 
-        Without `page_size` DynamoDB pages by size (1 MB): fewest round trips, memory bounded by a page.
+        Bounded pages keep memory flat however many users a bucket holds.
         """
         start: Item | None = None
         high = f"{closed_by_ms:015d}#~"
