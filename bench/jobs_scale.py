@@ -23,6 +23,7 @@ from agent_core.jobs.worker import process_batch
 from agent_core.llm.base import LlmDelta, LlmRequest
 from agent_core.memory.sessions import daymark_for
 from agent_core.store import items as it
+from agent_core.store.memory import MemoryTable
 from agent_core.store.schema import GSI3
 from bench.common import DdbCallLog, make_settings, moto_aws, moto_table, quiet_observability
 
@@ -115,8 +116,10 @@ async def _enqueue(users: int, real_sqs: bool) -> dict[str, Any]:
 
 
 async def _worker(jobs: int) -> dict[str, Any]:
-    settings = make_settings(AGENT_STORAGE="aws")
-    context = build_context(settings, table=moto_table(settings), llm=StubModel(), audit=lambda _: None)
+    # The in-memory table: moto is not thread-safe under the worker's concurrent records (its Query
+    # iterates a dict another thread's write is changing), and the figure is about the worker, not moto.
+    settings = make_settings()
+    context = build_context(settings, table=MemoryTable(), llm=StubModel(), audit=lambda _: None)
     from agent_core.jobs.handlers import JobHandlers
 
     handler = JobHandlers(context.deps).handle
@@ -159,8 +162,7 @@ def run(sizes: tuple[int, ...] = (1000, 2500, 5000, 10000), worker_jobs: int = 2
     with moto_aws():
         full_moto = asyncio.run(_enqueue(MOTO_SQS_USERS, real_sqs=True))
         print(full_moto)
-    with moto_aws():
-        worker = asyncio.run(_worker(worker_jobs))
+    worker = asyncio.run(_worker(worker_jobs))
     print(worker)
     largest = enqueue[-1]
     result = {
