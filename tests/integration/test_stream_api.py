@@ -145,3 +145,18 @@ def test_llm_failure_mid_stream_ends_with_run_error_and_replay_keeps_the_partial
     assert snapshot["text"] == live and live.startswith("partial")
     messages = client.get(f"/api/v1/conversations/{chat_id}/messages").json()["items"]
     assert [m["role"] for m in messages] == ["USER"], "no half-written assistant message in the history"
+
+
+def test_a_retried_request_replays_the_stored_run_without_running_again(
+    client: httpx.Client, openai_stub: OpenAiStub
+) -> None:
+    openai_stub.enqueue(StubScript.text("once ", "only"))
+    first = query(client, {"message": "hello", "requestId": "same-1"})
+    chat_id = first[0]["chatId"]
+    openai_stub.enqueue(StubScript.text("once ", "only"))
+    query(client, {"message": "hello", "chatId": chat_id, "requestId": "same-2"})
+    calls = len(openai_stub.requests)
+    again = query(client, {"message": "hello", "chatId": chat_id, "requestId": "same-2"})
+    assert len(openai_stub.requests) == calls, "no model call for a retry"
+    assert again[-1]["type"] == "run.complete" and again[-1]["requestId"] == "same-2"
+    assert next(e for e in again if e["type"] == "content.snapshot")["text"] == "once only"

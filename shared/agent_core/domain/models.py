@@ -106,6 +106,8 @@ class TurnResult(Model):
     assistant_message: str = ""
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     finish_reason: str = "stop"
+    run_id: str | None = None
+    chat_id: str | None = None
 
 
 class Run(Model):

@@ -73,6 +73,8 @@ async def persist_run(
             assistant_message=outcome.final_text,
             tool_calls=outcome.records,
             finish_reason=finish_reason,
+            run_id=run.run_id,
+            chat_id=run.chat_id,
         )
         turn.result = run.result
     elif status == RunStatus.CANCELLED and outcome.partial_text:

@@ -39,7 +39,8 @@ async def chats(
     return {"items": items, "nextCursor": page.next_cursor}
 
 
-async def _snapshot(ctx: AppContext, run: Run) -> list[dict[str, Any]]:
+async def load_snapshot(ctx: AppContext, run: Run) -> list[dict[str, Any]]:
+    """A run's replay events: inline on its RUN item, or in S3 when it was large."""
     if run.snapshot is not None:
         return run.snapshot
     if run.snapshot_key and ctx.deps.blobs is not None:
@@ -80,7 +81,7 @@ async def chat(
     runs, next_cursor = await ctx.deps.store.list_runs(chat_id, limit, cursor)
     events: list[dict[str, Any]] = []
     for run in runs:
-        events += await _snapshot(ctx, run)
+        events += await load_snapshot(ctx, run)
     body: dict[str, Any] = {"chatId": chat_id, "chatName": record.title, "events": events, "nextCursor": next_cursor}
     if include_raw_messages:
         body["rawMessages"] = await _raw_messages(ctx, chat_id, user, {r.run_id for r in runs})

@@ -11,6 +11,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import Field
 
 from agent_core.api.deps import app_context, current_user, request_now
+from agent_core.api.routes.history import load_snapshot
 from agent_core.api.schemas import Body
 from agent_core.context import AppContext
 from agent_core.domain.models import TurnResult
@@ -38,11 +39,20 @@ class CancelIn(Body):
     run_id: str = Field(min_length=1, max_length=64)
 
 
-def _replayed(result: TurnResult) -> AsyncIterator[bytes]:
-    """A retried request that already completed: its stored answer as a short stream."""
+def _replayed(ctx: AppContext, result: TurnResult) -> AsyncIterator[bytes]:
+    """A retried request that already completed: its run again, from the stored replay snapshot."""
 
     async def events() -> AsyncIterator[bytes]:
-        yield encode_sse({"type": "run.complete", "requestId": result.request_id, "finishReason": result.finish_reason})
+        run = None
+        if result.chat_id and result.run_id:
+            run = await ctx.deps.store.get_run(result.chat_id, result.run_id)
+        snapshot = await load_snapshot(ctx, run) if run is not None else []
+        for entry in snapshot:
+            yield encode_sse(entry)
+        if not snapshot:
+            yield encode_sse(
+                {"type": "run.complete", "requestId": result.request_id, "finishReason": result.finish_reason}
+            )
 
     return events()
 
@@ -66,7 +76,7 @@ async def query(
     # Everything that answers with an HTTP status (404, 409, 422, 413) happens before the stream starts.
     prepared = await prepare_turn(ctx.deps, turn)
     if isinstance(prepared, TurnResult):
-        return StreamingResponse(_replayed(prepared), media_type="text/event-stream", headers=SSE_HEADERS)
+        return StreamingResponse(_replayed(ctx, prepared), media_type="text/event-stream", headers=SSE_HEADERS)
     runner = TurnRunner(prepared)
 
     async def stream() -> AsyncIterator[bytes]:
