@@ -275,3 +275,42 @@ async def test_search_chat_history_and_get_user_profile_tools() -> None:
     results = {e["toolId"]: e["result"] for e in events if e["type"] == "tool.result"}
     assert results["c1"]["start"] == "2026-01-07" and "Kyoto trip" in results["c1"]["records"]
     assert results["c2"]["facts"] == [{"aspect": "budget", "key": "trip", "value": "8000 CNY", "since": "2026-01-07"}]
+
+
+async def test_dead_runs_are_marked_failed_by_the_next_turn_or_by_the_idle_job() -> None:
+    from agent_core.domain.models import RunStatus
+
+    context = _context(JsonLlm(), AGENT_RUN_LEASE_MS="60000")
+    store = context.deps.store
+    async with _client(context) as client:
+        chat_id = await _say(client, None, "first", DAY1)
+        # Given a run that died holding the lease (its Lambda was killed mid-turn)
+        from agent_core.domain.models import Message, Role, Run
+
+        at = int((DAY1 + timedelta(minutes=1)).timestamp() * 1000)
+        chat = await store.get_chat(chat_id, "alice")
+        assert chat is not None
+        dead = Run(run_id="dead-run", chat_id=chat_id, user_id="alice", request_id="r-dead", started_at=at)
+        message = Message(id=f"{at:013d}", chat_id=chat_id, role=Role.USER, content="lost", created_at=at)
+        from agent_core.memory.calendar import zone
+        from agent_core.memory.sessions import plan_session
+
+        await store.begin_turn(chat, dead, message, 60_000, plan_session(chat, at, zone("UTC", "UTC"), 1_800_000))
+        # When the next turn comes after the lease expired, it takes the lease and fails the dead run
+        await _say(client, chat_id, "are you there?", DAY1 + timedelta(minutes=3))
+    run = await store.get_run(chat_id, "dead-run")
+    assert run is not None and run.status == RunStatus.FAILED and run.error_code == "lease_expired"
+    # And the idle job frees a dead run's lease when no turn came
+    async with _client(context) as client:
+        other = await _say(client, None, "second chat", DAY1)
+    chat = await store.get_chat(other, "alice")
+    assert chat is not None
+    at = int((DAY1 + timedelta(minutes=5)).timestamp() * 1000)
+    dead2 = Run(run_id="dead-2", chat_id=other, user_id="alice", request_id="r-dead-2", started_at=at)
+    message2 = Message(id=f"{at:013d}x", chat_id=other, role=Role.USER, content="lost too", created_at=at)
+    await store.begin_turn(chat, dead2, message2, 60_000, None)
+    report = await run_idle_sessions(context.deps, DAY1 + timedelta(hours=2))
+    assert report.details.get("runs_failed") == 1
+    after = await store.get_chat(other, "alice")
+    assert after is not None and after.active_run_id is None
+    assert (await store.get_run(other, "dead-2")).status == RunStatus.FAILED  # type: ignore[union-attr]

@@ -180,7 +180,8 @@ async def _after_begin(deps: RunDeps, chat: Chat, plan: SessionPlan, at_ms: int)
     if plan.close is not None:
         await deps.queue.enqueue(plan.close)
     if chat.active_run_id and (chat.lease_expires_at or 0) < at_ms:
-        await deps.store.fail_stale_run(chat.chat_id, chat.active_run_id, at_ms)
+        # This turn took the expired lease over; the dead run's record still says running.
+        await deps.store.fail_stale_run(chat.chat_id, chat.active_run_id, at_ms, release_lease=False)
 
 
 async def _maybe_compact(turn: PreparedTurn) -> None:

@@ -92,23 +92,20 @@ class HierarchyStore:
             return False
         return True
 
-    async def fail_stale_run(self, chat_id: str, run_id: str, now_ms: int) -> bool:
-        """A run whose lease expired (its Lambda died): mark it failed and free the lease."""
+    async def fail_stale_run(self, chat_id: str, run_id: str, now_ms: int, *, release_lease: bool = True) -> bool:
+        """A run whose lease expired (its Lambda died): mark it failed; free the lease unless a turn took it."""
+        fail = UpdateOp(
+            it.run_key(chat_id, run_id),
+            Update(set={"status": RunStatus.FAILED.value, "errorCode": "lease_expired", "endedAt": now_ms}),
+            Condition.of(eq("status", RunStatus.RUNNING.value)),
+        )
+        release = UpdateOp(
+            it.meta_key(chat_id),
+            Update(remove=("activeRunId", "leaseExpiresAt")),
+            Condition.of(eq("activeRunId", run_id), lt("leaseExpiresAt", now_ms)),
+        )
         try:
-            await self.table.transact(
-                [
-                    UpdateOp(
-                        it.run_key(chat_id, run_id),
-                        Update(set={"status": RunStatus.FAILED.value, "errorCode": "lease_expired", "endedAt": now_ms}),
-                        Condition.of(eq("status", RunStatus.RUNNING.value)),
-                    ),
-                    UpdateOp(
-                        it.meta_key(chat_id),
-                        Update(remove=("activeRunId", "leaseExpiresAt")),
-                        Condition.of(eq("activeRunId", run_id), lt("leaseExpiresAt", now_ms)),
-                    ),
-                ]
-            )
+            await self.table.transact([fail, release] if release_lease else [fail])
         except TransactionFailed:
             return False
         return True
