@@ -297,3 +297,13 @@ async def test_injected_client_and_non_streaming_stub(openai_stub: OpenAiStub) -
     assert isinstance(call, ChatCompletionMessageFunctionToolCall)
     assert call.id == "c1" and json.loads(call.function.arguments) == {"a": 1}
     assert openai_stub.authorizations[0] == "Bearer sk-injected"
+
+
+async def test_tool_choice_and_parallel_tool_calls_reach_the_provider(
+    openai_stub: OpenAiStub, llm: OpenAiLlmClient
+) -> None:
+    tools = [{"type": "function", "function": {"name": "time", "parameters": {"type": "object", "properties": {}}}}]
+    request = make_request(tools=tools).model_copy(update={"tool_choice": "required", "parallel_tool_calls": False})
+    await complete_text(llm, request)
+    sent = openai_stub.requests[-1]
+    assert sent["tool_choice"] == "required" and sent["parallel_tool_calls"] is False

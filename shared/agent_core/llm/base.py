@@ -19,6 +19,8 @@ class LlmRequest(BaseModel):
     purpose: Literal["chat", "summarize"] = "chat"
     temperature: float | None = None
     max_tokens: int | None = None
+    tool_choice: str | dict[str, Any] | None = None  # "auto" | "required" | {"type": "function", ...}
+    parallel_tool_calls: bool | None = None
 
 
 class ToolCallFragment(BaseModel):

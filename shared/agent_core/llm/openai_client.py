@@ -86,6 +86,12 @@ class OpenAiLlmClient:
             tools=cast(Any, request.tools) if request.tools else openai.omit,
             stream=True,
             stream_options={"include_usage": True},
+            tool_choice=cast(Any, request.tool_choice) if request.tools and request.tool_choice else openai.omit,
+            parallel_tool_calls=(
+                request.parallel_tool_calls
+                if request.tools and request.parallel_tool_calls is not None
+                else openai.omit
+            ),
             temperature=request.temperature if request.temperature is not None else openai.omit,
             max_tokens=request.max_tokens if request.max_tokens is not None else openai.omit,
             timeout=self._settings.llm_timeout_s,

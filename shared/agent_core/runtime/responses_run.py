@@ -139,7 +139,14 @@ async def plan_response(
     if declared and base.mode != "function":
         raise InvalidRequest(f"agent {base.key!r} ({base.mode}) cannot call client function tools", param="tools")
     agent = responses_agent(base, deps.tools.registry, declared)
-    llm = TunedLlm(deps.llm, body.temperature, body.max_output_tokens, no_tools=body.tool_choice == "none")
+    llm = TunedLlm(
+        deps.llm,
+        body.temperature,
+        body.max_output_tokens,
+        no_tools=body.tool_choice == "none",
+        tool_choice=_chat_tool_choice(body.tool_choice),
+        parallel_tool_calls=body.parallel_tool_calls,
+    )
     run_deps = dataclasses.replace(
         deps, tools=with_client_tools(deps.tools, declared), llm=llm, agents=AgentCatalog([agent])
     )
@@ -220,3 +227,13 @@ async def open_turn(plan: ResponsePlan) -> PreparedTurn:
     if plan.body.instructions:
         prepared.extra_system.append(plan.body.instructions)
     return prepared
+
+
+def _chat_tool_choice(choice: object) -> str | dict[str, Any] | None:
+    """The Responses `tool_choice` in Chat Completions form ("none" is done by offering no tools)."""
+    if choice in ("auto", "required"):
+        return str(choice)
+    name = getattr(choice, "name", None)
+    if name:
+        return {"type": "function", "function": {"name": name}}
+    return None

@@ -80,12 +80,14 @@ def responses_agent(agent: AgentDefinition, registry: ToolRegistry, client: list
 
 @dataclass
 class TunedLlm:
-    """The run's LLM with the request's options: temperature, max output tokens, tool_choice "none"."""
+    """The run's LLM with the request's options: temperature, max output tokens, tool_choice, parallel calls."""
 
     inner: LlmClient
     temperature: float | None = None
     max_tokens: int | None = None
     no_tools: bool = False
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
 
     @property
     def changes(self) -> dict[str, Any]:
@@ -96,6 +98,10 @@ class TunedLlm:
             changes["max_tokens"] = self.max_tokens
         if self.no_tools:
             changes["tools"] = []
+        if self.tool_choice is not None:
+            changes["tool_choice"] = self.tool_choice
+        if self.parallel_tool_calls is not None:
+            changes["parallel_tool_calls"] = self.parallel_tool_calls
         return changes
 
     def stream(self, request: LlmRequest) -> AsyncIterator[LlmDelta]:
