@@ -128,12 +128,28 @@ def _remove_type_stubs(site: Path) -> None:
 
 def _strip_bytecode(site: Path, keep_tag: str | None) -> None:
     """Remove .pyc files not built for the runtime (all of them when none were compiled)."""
-    for pyc in site.rglob("*.pyc"):
+    for pyc in site.rglob("__pycache__/*.pyc"):
         if keep_tag is None or f".{keep_tag}." not in pyc.name:
             pyc.unlink()
     for cache in sorted(site.rglob("__pycache__"), reverse=True):
         if cache.is_dir() and not any(cache.iterdir()):
             cache.rmdir()
+
+
+def _sourceless(site: Path, tag: str) -> None:
+    """Third-party packages ship bytecode only: each module's `.pyc` replaces its `.py` (a third of the size).
+
+    Python imports a `module.pyc` lying where `module.py` would (the sourceless loader); the bytecode is
+    compiled by the runtime's own Python version, unchecked-hash. agent_core keeps its sources (readable
+    tracebacks for our own code).
+    """
+    for source in site.rglob("*.py"):
+        if source.is_relative_to(site / "agent_core"):
+            continue
+        compiled = source.parent / "__pycache__" / f"{source.stem}.{tag}.pyc"
+        if compiled.exists():
+            compiled.replace(source.with_suffix(".pyc"))
+            source.unlink()
 
 
 def directory_size(path: Path) -> int:
@@ -173,6 +189,8 @@ def build_layer(out_dir: Path, recipe: LayerRecipe, *, log: bool = True) -> Laye
         tag = "cpython-" + recipe.python_version.replace(".", "")
     elif log:
         print(f"layer: no python{recipe.python_version} here; the layer ships without bytecode", file=sys.stderr)
+    if tag is not None:
+        _sourceless(site, tag)
     _strip_bytecode(site, tag)
 
     report = LayerReport(size_bytes=directory_size(out_dir), compiled_with=python)
