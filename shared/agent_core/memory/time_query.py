@@ -47,6 +47,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
+from functools import cache
 from itertools import pairwise
 from typing import TypeAlias
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -410,9 +411,13 @@ _RULE_SOURCES: list[tuple[str, Resolver]] = [
         _named_month,
     ),
 ]
-_RULES: list[tuple[re.Pattern[str], Resolver]] = [
-    (re.compile(source, re.IGNORECASE), resolve) for source, resolve in _RULE_SOURCES
-]
+
+
+@cache
+def _rules() -> list[tuple[re.Pattern[str], Resolver]]:
+    """Compiled on first use: the patterns cost ~20 ms, which stays off the Lambda cold start."""
+    return [(re.compile(source, re.IGNORECASE), resolve) for source, resolve in _RULE_SOURCES]
+
 
 # --- cues -------------------------------------------------------------------------------------
 
@@ -432,17 +437,25 @@ _CUE_PATTERNS = (
         r"|say|says|said|mention(?:s|ed)?|told|asked"
     ),
 )
-_CUE = re.compile("|".join(f"(?:{p})" for p in _CUE_PATTERNS), re.IGNORECASE)
 
-_DETAIL = re.compile(
-    r"具体|原话|原文|叫什么|叫啥|多少钱|几点|确切|一字不差|逐字"
-    + "|"
-    + _en(
-        r"exact(?:ly)?|precise(?:ly)?|verbatim|word[\s-]for[\s-]word|how\s+much|what\s+time"
-        r"|what(?:\s+was|\s+is|'s|’s)\s+(?:the|its|his|her|their)\s+name"
-    ),
-    re.IGNORECASE,
-)
+
+@cache
+def _cue() -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in _CUE_PATTERNS), re.IGNORECASE)
+
+
+@cache
+def _detail() -> re.Pattern[str]:
+    return re.compile(
+        r"具体|原话|原文|叫什么|叫啥|多少钱|几点|确切|一字不差|逐字"
+        + "|"
+        + _en(
+            r"exact(?:ly)?|precise(?:ly)?|verbatim|word[\s-]for[\s-]word|how\s+much|what\s+time"
+            r"|what(?:\s+was|\s+is|'s|’s)\s+(?:the|its|his|her|their)\s+name"
+        ),
+        re.IGNORECASE,
+    )
+
 
 # Gaps this short between two time words (到, " to ", " and ", "-") keep them as one phrase.
 _JOIN_GAP = 8
@@ -470,7 +483,7 @@ def _find_time(text: str, today: date) -> TimeRange | None:
     """All time words in ``text``, leftmost-longest and non-overlapping, as one spanning range."""
     normalised = _normalise(text)
     hits: list[tuple[int, int, date, date]] = []
-    for pattern, resolve in _RULES:
+    for pattern, resolve in _rules():
         for match in pattern.finditer(normalised):
             span = resolve(match, today)
             if span is not None:
@@ -508,7 +521,7 @@ def detect(message: str, timezone: str, now: datetime) -> TimeRange | None:
         timezone: the user's IANA zone; today is ``now`` converted to it (unknown zones: UTC).
         now: the current instant, timezone-aware in any zone.
     """
-    if not message or not _CUE.search(_normalise(message)):
+    if not message or not _cue().search(_normalise(message)):
         return None
     return _find_time(message, _today(timezone, now))
 
@@ -519,7 +532,7 @@ def is_detail_question(message: str) -> bool:
     Matches 具体, 原话, 叫什么, 多少钱, 几点 (and 原文, 确切, ...) and, as whole words in any case,
     "exactly"/"the exact", "precisely", "verbatim", "what was the name", "how much", "what time".
     """
-    return bool(message) and _DETAIL.search(_normalise(message)) is not None
+    return bool(message) and _detail().search(_normalise(message)) is not None
 
 
 def _parse_iso_date(value: str, name: str, zone: tzinfo) -> date:

@@ -1,26 +1,40 @@
-"""Routers grouped by the Lambda function that serves them (ARCHITECTURE.md routes table)."""
+"""Routers grouped by the Lambda function that serves them (ARCHITECTURE.md routes table).
+
+The groups are built on first access (PEP 562 module `__getattr__`), so a function imports only its own
+routes: the chat function never loads the Responses API, submit and data load almost nothing.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-from agent_core.api.routes import (
-    agents,
-    chain,
-    conversations,
-    data,
-    dev,
-    history,
-    memory,
-    openai_conversations,
-    responses,
-    stream,
-    submit,
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+    chat: tuple[APIRouter, ...]
+    stream_routes: tuple[APIRouter, ...]
+    submit_routes: tuple[APIRouter, ...]
+    data_routes: tuple[APIRouter, ...]
+    dev_routes: tuple[APIRouter, ...]
+    local: tuple[APIRouter, ...]
+
+_GROUPS: dict[str, tuple[str, ...]] = {
+    "chat": ("conversations", "history", "agents", "memory"),
+    "stream_routes": ("stream", "chain", "responses", "openai_conversations"),
+    "submit_routes": ("submit",),
+    "data_routes": ("data",),
+    "dev_routes": ("dev",),  # the local server only; 404 in Lambda
+}
+_GROUPS["local"] = tuple(
+    m for group in ("chat", "stream_routes", "submit_routes", "data_routes", "dev_routes") for m in _GROUPS[group]
 )
 
-chat: tuple[APIRouter, ...] = (conversations.router, history.router, agents.router, memory.router)
-stream_routes: tuple[APIRouter, ...] = (stream.router, chain.router, responses.router, openai_conversations.router)
-submit_routes: tuple[APIRouter, ...] = (submit.router,)
-data_routes: tuple[APIRouter, ...] = (data.router,)
-dev_routes: tuple[APIRouter, ...] = (dev.router,)  # the local server only; 404 in Lambda
-local: tuple[APIRouter, ...] = (*chat, *stream_routes, *submit_routes, *data_routes, *dev_routes)
+
+def __getattr__(name: str) -> Any:
+    modules = _GROUPS.get(name)
+    if modules is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    group = tuple(import_module(f"{__name__}.{module}").router for module in modules)
+    globals()[name] = group
+    return group
