@@ -232,7 +232,7 @@ def run(runs: int = RUNS) -> dict[str, Any]:
         )
     for mode in modes:
         r = results[mode]
-        print(f"`import openai` alone ({mode}): {r['openai_ms']} ({r['openai_cpu_ms']}) ms, part of the handler's init (agent_core.warmup)")
+        print(f"`import openai` alone ({mode}): {r['openai_ms']} ({r['openai_cpu_ms']}) ms, in the handler's init")
     print(f"target ratio <= {TARGET_RATIO}; third-party top-level packages imported: {', '.join(tops)}")
     total = results["first_party_self_total_ms"]
     print(f"first-party modules, own import time (median of {IMPORTTIME_RUNS} -X importtime runs): total {total} ms")
