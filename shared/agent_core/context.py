@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from agent_core.config import Settings
 from agent_core.domain.jobs import ResponseJob, WorkQueue
@@ -13,6 +12,7 @@ from agent_core.jobs.inprocess import InProcessWorkQueue
 from agent_core.llm.base import LlmClient
 from agent_core.runtime.agents import catalog
 from agent_core.runtime.deps import RunDeps
+from agent_core.store.aws_client import boto_client
 from agent_core.store.base import Store
 from agent_core.store.blob import BlobStore
 from agent_core.store.memory import MemoryTable
@@ -38,14 +38,6 @@ class AppContext:
     blobs: BlobStore | None
 
 
-def _boto_client(settings: Settings, service: str) -> Any:
-    import boto3
-    from botocore.config import Config
-
-    config = Config(retries={"max_attempts": 4, "mode": "adaptive"}, connect_timeout=3, read_timeout=10)
-    return boto3.session.Session().client(service, region_name=settings.aws_region, config=config)  # type: ignore[call-overload]
-
-
 def build_table(settings: Settings) -> Table:
     """The table for the configured storage: in-memory, embedded moto, or real AWS."""
     storage = settings.effective_storage
@@ -57,8 +49,8 @@ def build_table(settings: Settings) -> Table:
         from agent_core.store.embedded import ensure_resources, start_embedded_aws
 
         start_embedded_aws()
-        ensure_resources(settings, _boto_client(settings, "dynamodb"), _boto_client(settings, "s3"))
-    return DynamoTable(settings.table_name, lambda: _boto_client(settings, "dynamodb"))
+        ensure_resources(settings, boto_client(settings, "dynamodb"), boto_client(settings, "s3"))
+    return DynamoTable(settings.table_name, lambda: boto_client(settings, "dynamodb"))
 
 
 def build_registry(settings: Settings) -> ToolRegistry:
@@ -119,7 +111,7 @@ def build_context(
         from agent_core.jobs.sqs import SqsWorkQueue
 
         # Nothing runs after a Lambda response: background work goes to the worker through SQS.
-        work_queue = SqsWorkQueue(settings.work_queue_url, lambda: _boto_client(settings, "sqs"))
+        work_queue = SqsWorkQueue(settings.work_queue_url, lambda: boto_client(settings, "sqs"))
     deps = RunDeps(
         settings=settings,
         store=store,

@@ -6,6 +6,22 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from agent_core.config import Settings
+
+
+def boto_client(settings: Settings, service: str, **config: Any) -> Any:
+    """A boto3 client with the product's timeouts and adaptive retries (its own session: thread-safe)."""
+    import boto3
+    from botocore.config import Config
+
+    options: dict[str, Any] = {
+        "retries": {"max_attempts": 4, "mode": "adaptive"},
+        "connect_timeout": 3,
+        "read_timeout": 10,
+    }
+    options.update(config)
+    return boto3.session.Session().client(service, region_name=settings.aws_region, config=Config(**options))  # type: ignore[call-overload]
+
 
 class ThreadedAwsClient:
     """Base of the DynamoDB, S3 and SQS adapters; the factory is injectable (tests, moto, hooks)."""

@@ -9,7 +9,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from agent_core.config import Settings
-from agent_core.store.aws_client import ThreadedAwsClient
+from agent_core.store.aws_client import ThreadedAwsClient, boto_client
 from agent_core.store.blob import Blob, BlobInfo
 from agent_core.store.disposition import content_disposition
 
@@ -18,17 +18,8 @@ _DEFAULT_TYPE = "application/octet-stream"
 
 
 def make_s3_client(settings: Settings) -> Any:
-    """An S3 client for S3BlobStore: SigV4 (presigned URLs carry X-Amz-Expires), adaptive retries."""
-    import boto3
-    from botocore.config import Config
-
-    config = Config(
-        signature_version="s3v4",
-        retries={"max_attempts": 4, "mode": "adaptive"},
-        connect_timeout=3,
-        read_timeout=10,
-    )
-    return boto3.session.Session().client("s3", region_name=settings.aws_region, config=config)
+    """An S3 client for S3BlobStore: SigV4, so presigned URLs carry X-Amz-Expires."""
+    return boto_client(settings, "s3", signature_version="s3v4")
 
 
 def _missing(exc: ClientError) -> bool:
