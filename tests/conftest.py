@@ -1,6 +1,7 @@
 """Fixtures for every test: see tests/support/fixtures.py."""
 
 from tests.support.fixtures import (  # noqa: F401
+    any_blobs,
     any_table,
     audit_lines,
     aws_env,

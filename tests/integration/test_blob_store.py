@@ -7,20 +7,13 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from agent_core.store.blob import BlobStore
-from agent_core.store.memory_blob import MemoryBlobStore
-from agent_core.store.s3 import S3BlobStore, make_s3_client
-from tests.support.fixtures import make_settings
+from agent_core.store.s3 import S3BlobStore
 
 
-@pytest.fixture(params=["memory", "s3"])
-def blobs(request: pytest.FixtureRequest) -> BlobStore:
-    if request.param == "memory":
-        return MemoryBlobStore()
-    request.getfixturevalue("aws_env")
-    settings = make_settings()
-    client = make_s3_client(settings)
-    client.create_bucket(Bucket=settings.data_bucket)
-    return S3BlobStore(settings.data_bucket, lambda: client)
+@pytest.fixture
+def blobs(any_blobs: BlobStore) -> BlobStore:
+    """Each test using this runs on MemoryBlobStore and on S3BlobStore over moto."""
+    return any_blobs
 
 
 async def test_put_head_get_and_missing(blobs: BlobStore) -> None:

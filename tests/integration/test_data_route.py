@@ -17,9 +17,8 @@ from agent_core.domain.models import Chat
 from agent_core.store.blob import BlobStore
 from agent_core.store.memory import MemoryTable
 from agent_core.store.memory_blob import MemoryBlobStore
-from agent_core.store.s3 import S3BlobStore, make_s3_client
 from agent_core.tools.data_token import sign_data_token
-from tests.support.fixtures import make_settings
+from tests.support.fixtures import make_settings, s3_blob_store
 
 SECRET = "test-data-secret"
 CHAT = "c_alice1"
@@ -202,10 +201,7 @@ async def test_no_blob_store_is_503() -> None:
 
 
 async def test_large_object_redirects_to_a_short_lived_presigned_url(aws_env: None) -> None:
-    settings = make_settings(AGENT_DATA_TOKEN_SECRET=SECRET)
-    client = make_s3_client(settings)
-    client.create_bucket(Bucket=settings.data_bucket)
-    blobs = S3BlobStore(settings.data_bucket, lambda: client)
+    blobs = s3_blob_store(make_settings(AGENT_DATA_TOKEN_SECRET=SECRET))
     ctx = _context(blobs)
     await _seed(ctx, blobs)
     await blobs.put(f"data/{CHAT}/big.bin", b"\0" * (4 * 1024 * 1024 + 1), "application/octet-stream")

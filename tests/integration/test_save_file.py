@@ -13,7 +13,6 @@ import pytest
 from agent_core.domain.models import ToolCall, ToolStatus
 from agent_core.store.blob import BlobStore
 from agent_core.store.memory_blob import MemoryBlobStore
-from agent_core.store.s3 import S3BlobStore, make_s3_client
 from agent_core.tools.base import ToolContext, ToolFailure
 from agent_core.tools.builtin.save_file import MAX_FILE_BYTES, PNG_SIGNATURE, SaveFileArgs, SaveFileTool
 from agent_core.tools.data_token import verify_data_token
@@ -43,16 +42,10 @@ async def _save(ctx: ToolContext, **args: Any) -> Any:
     return await SaveFileTool().run(SaveFileArgs.model_validate(args), ctx)
 
 
-@pytest.fixture(params=["memory", "s3"])
-def blobs(request: pytest.FixtureRequest) -> BlobStore:
+@pytest.fixture
+def blobs(any_blobs: BlobStore) -> BlobStore:
     """Each test using this runs on MemoryBlobStore and on S3BlobStore over moto."""
-    if request.param == "memory":
-        return MemoryBlobStore()
-    request.getfixturevalue("aws_env")
-    settings = make_settings()
-    client = make_s3_client(settings)
-    client.create_bucket(Bucket=settings.data_bucket)
-    return S3BlobStore(settings.data_bucket, lambda: client)
+    return any_blobs
 
 
 def _link_parts(url: str) -> tuple[str, str, str]:

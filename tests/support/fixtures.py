@@ -77,3 +77,23 @@ def audit_lines() -> list[dict[str, Any]]:
 def ctx(audit_lines: list[dict[str, Any]]) -> AppContext:
     """An app context on the in-memory table with the offline model."""
     return build_context(make_settings(AGENT_STORAGE="memory"), table=MemoryTable(), audit=audit_lines.append)
+
+
+def s3_blob_store(settings: Settings) -> Any:
+    """An S3BlobStore on moto (inside `aws_env`), its bucket created."""
+    from agent_core.store.s3 import S3BlobStore, make_s3_client
+
+    client = make_s3_client(settings)
+    client.create_bucket(Bucket=settings.data_bucket)
+    return S3BlobStore(settings.data_bucket, lambda: client)
+
+
+@pytest.fixture(params=["memory", "s3"])
+def any_blobs(request: pytest.FixtureRequest) -> Any:
+    """Each test using this runs on the in-memory blob store and on S3 over moto: one behaviour for both."""
+    from agent_core.store.memory_blob import MemoryBlobStore
+
+    if request.param == "memory":
+        return MemoryBlobStore()
+    request.getfixturevalue("aws_env")
+    return s3_blob_store(make_settings())
