@@ -10,15 +10,16 @@ from fastapi import APIRouter, Depends, Query
 from agent_core.api.deps import app_context, current_user
 from agent_core.api.schemas import iso
 from agent_core.context import AppContext
-from agent_core.domain.models import Message, Run
+from agent_core.domain.ids import now_ms
+from agent_core.domain.models import Run
 from agent_core.errors import NotFound
+from agent_core.memory.calendar import id_ceiling, id_floor
 from agent_core.memory.window import to_chat_message
 
 router = APIRouter(prefix="/api/ap", tags=["history"])
 
 Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
-_RAW_PAGE = 500
 
 
 @router.get("/chats")
@@ -51,18 +52,15 @@ async def load_snapshot(ctx: AppContext, run: Run) -> list[dict[str, Any]]:
     return []
 
 
-async def _raw_messages(ctx: AppContext, chat_id: str, user: str, run_ids: set[str]) -> list[dict[str, Any]]:
-    found: list[Message] = []
-    cursor: str | None = None
-    while True:
-        page = await ctx.deps.store.list_messages(chat_id, user, _RAW_PAGE, cursor)
-        if page is None:
-            return []
-        found += [m for m in page.items if m.run_id in run_ids]
-        cursor = page.next_cursor
-        if cursor is None:
-            break
-    return [to_chat_message(m, tool_output_chars=1 << 30) for m in found]
+async def _raw_messages(ctx: AppContext, chat_id: str, runs: list[Run]) -> list[dict[str, Any]]:
+    """The page's messages in OpenAI chat format: only the span its runs cover (ids sort by time)."""
+    if not runs:
+        return []
+    first = min(r.started_at for r in runs)
+    last = max(r.ended_at or now_ms() for r in runs)
+    span = await ctx.deps.store.messages_between(chat_id, id_floor(first), id_ceiling(last))
+    run_ids = {r.run_id for r in runs}
+    return [to_chat_message(m, tool_output_chars=1 << 30) for m in span if m.run_id in run_ids]
 
 
 @router.get("/chat")
@@ -84,5 +82,5 @@ async def chat(
         events += await load_snapshot(ctx, run)
     body: dict[str, Any] = {"chatId": chat_id, "chatName": record.title, "events": events, "nextCursor": next_cursor}
     if include_raw_messages:
-        body["rawMessages"] = await _raw_messages(ctx, chat_id, user, {r.run_id for r in runs})
+        body["rawMessages"] = await _raw_messages(ctx, chat_id, runs)
     return body
