@@ -19,6 +19,7 @@ from tests.support.fixtures import make_settings
 from tests.support.mcp_server import mcp_http_server
 from tests.support.runs import run_turn, text
 from tests.support.server import free_port
+from tests.support.sse import events_in
 
 
 def _write_agent(directory: Path, mcp_url: str, dead_url: str) -> None:
@@ -90,7 +91,7 @@ async def test_agents_list_and_the_stateless_chain_endpoint(tmp_path: Path) -> N
         }
         response = await client.post("/api/chat/stream", json=body)
         assert response.status_code == 200
-    events = [__import__("json").loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
+    events = events_in(response.text)
     assert [e["type"] for e in events if e["type"] == "react.step"] == ["react.step"]
     assert text(events) == "forty-two" and events[-1]["type"] == "run.complete"
     sent = llm.requests[0].messages

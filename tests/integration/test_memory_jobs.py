@@ -18,6 +18,7 @@ from agent_core.llm.base import LlmRequest
 from agent_core.store.memory import MemoryTable
 from tests.support.fake_llm import Reply, ScriptedLlm
 from tests.support.fixtures import make_settings
+from tests.support.sse import events_in
 
 DAY1 = datetime(2026, 1, 7, 2, 0, tzinfo=UTC)  # 10:00 in Shanghai on the 7th
 
@@ -60,8 +61,7 @@ async def _say(client: httpx.AsyncClient, chat_id: str | None, message: str, at:
         body["chatId"] = chat_id
     response = await client.post("/api/ap/query", json=body, headers={"X-Agent-Now": at.isoformat()})
     assert response.status_code == 200, response.text
-    first = next(line for line in response.text.splitlines() if line.startswith("data: "))
-    return str(__import__("json").loads(first[6:])["chatId"])
+    return str(events_in(response.text)[0]["chatId"])
 
 
 async def test_idle_job_closes_each_session_once_then_summary_and_profile() -> None:
@@ -182,7 +182,7 @@ async def test_time_query_is_answered_from_summaries_in_exactly_one_llm_call() -
             json={"message": "昨天我们聊了什么？"},
             headers={"X-Agent-Now": "2026-01-08T03:00:00+00:00"},
         )
-    events = [__import__("json").loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
+    events = events_in(response.text)
     route = next(e for e in events if e["type"] == "run.route")
     assert route["mode"] == "time_query"
     chat_calls = [r for r in llm.requests if r.purpose == "chat"]
@@ -271,7 +271,7 @@ async def test_search_chat_history_and_get_user_profile_tools() -> None:
         response = await client.post(
             "/api/ap/query", json={"message": "look it up"}, headers={"X-Agent-Now": "2026-01-08T03:00:00+00:00"}
         )
-    events = [__import__("json").loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
+    events = events_in(response.text)
     results = {e["toolId"]: e["result"] for e in events if e["type"] == "tool.result"}
     assert results["c1"]["start"] == "2026-01-07" and "Kyoto trip" in results["c1"]["records"]
     assert results["c2"]["facts"] == [{"aspect": "budget", "key": "trip", "value": "8000 CNY", "since": "2026-01-07"}]

@@ -20,3 +20,8 @@ def query(client: httpx.Client, body: dict[str, Any], **headers: str) -> list[di
     with client.stream("POST", "/api/ap/query", json=body, headers=headers) as response:
         assert response.status_code == 200, response.read()
         return list(sse_events(response))
+
+
+def events_in(body: str) -> list[dict[str, Any]]:
+    """The events of a whole SSE body read at once (ASGI transport tests)."""
+    return [json.loads(line[len("data: ") :]) for line in body.splitlines() if line.startswith("data: ")]
