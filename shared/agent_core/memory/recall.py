@@ -68,9 +68,7 @@ async def _fallback(store: Store, chats: list[Chat], day: date, tz: ZoneInfo) ->
     return "\n".join(lines)
 
 
-async def _raw_lines(
-    store: Store, chats: list[Chat], first: date, last: date, tz: ZoneInfo, limit: int
-) -> list[str]:
+async def _raw_lines(store: Store, chats: list[Chat], first: date, last: date, tz: ZoneInfo, limit: int) -> list[str]:
     start_ms, _ = day_bounds(first, tz)
     _, end_ms = day_bounds(last, tz)
     found: list[Message] = []

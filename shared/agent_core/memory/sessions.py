@@ -67,4 +67,3 @@ def too_little(messages: list[Message]) -> bool:
     """Sessions with too little content are marked done without an LLM call."""
     users = [m for m in messages if m.role == Role.USER]
     return len(users) < MIN_USER_MESSAGES and sum(len(m.content) for m in users) < MIN_CHARS
-
