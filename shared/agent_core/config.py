@@ -2,20 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 def _split(value: object) -> object:
+    """A list setting as people write it: empty, one value, `a, b` (trimmed) or a JSON list."""
     if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
+        text = value.strip()
+        if text.startswith("["):
+            return json.loads(text)
+        return [part.strip() for part in text.split(",") if part.strip()]
     return value
+
+
+# Read raw from the environment (no JSON decoding first), then split by `_split`.
+StrList = Annotated[list[str], NoDecode]
 
 
 class Settings(BaseSettings):
@@ -42,12 +51,12 @@ class Settings(BaseSettings):
     jwt_audience: str = Field("", alias="AGENT_JWT_AUDIENCE")
     jwt_jwks_url: str = Field("", alias="AGENT_JWT_JWKS_URL")
 
-    tools_allowed: list[str] = Field(default_factory=lambda: ["*"], alias="AGENT_TOOLS_ALLOWED")
-    permissions_granted: list[str] = Field(default_factory=lambda: ["*"], alias="AGENT_PERMISSIONS_GRANTED")
+    tools_allowed: StrList = Field(default_factory=lambda: ["*"], alias="AGENT_TOOLS_ALLOWED")
+    permissions_granted: StrList = Field(default_factory=lambda: ["*"], alias="AGENT_PERMISSIONS_GRANTED")
     tool_max_input_bytes: int = Field(16384, alias="AGENT_TOOL_MAX_INPUT_BYTES")
     tool_max_output_bytes: int = Field(65536, alias="AGENT_TOOL_MAX_OUTPUT_BYTES")
     tool_timeout_ms: int = Field(10000, alias="AGENT_TOOL_TIMEOUT_MS")
-    http_allowed_hosts: list[str] = Field(default_factory=list, alias="AGENT_HTTP_ALLOWED_HOSTS")
+    http_allowed_hosts: StrList = Field(default_factory=list, alias="AGENT_HTTP_ALLOWED_HOSTS")
 
     max_message_bytes: int = Field(32768, alias="AGENT_MAX_MESSAGE_BYTES")
     memory_window: int = Field(20, alias="AGENT_MEMORY_WINDOW")
@@ -67,13 +76,13 @@ class Settings(BaseSettings):
     turn_deadline_ms: int = Field(25000, alias="AGENT_TURN_DEADLINE_MS")
     run_lease_ms: int = Field(120000, alias="AGENT_RUN_LEASE_MS")
     allow_clock_override: bool = Field(False, alias="AGENT_ALLOW_CLOCK_OVERRIDE")
-    cors_origins: list[str] = Field(default_factory=list, alias="AGENT_CORS_ORIGINS")
+    cors_origins: StrList = Field(default_factory=list, alias="AGENT_CORS_ORIGINS")
 
     service_name: str = Field("agent-core", alias="POWERTOOLS_SERVICE_NAME")
     lambda_function_name: str = Field("", alias="AWS_LAMBDA_FUNCTION_NAME")
     aws_region: str = Field("us-east-1", alias="AWS_REGION")
 
-    @field_validator("tools_allowed", "permissions_granted", "http_allowed_hosts", mode="before")
+    @field_validator("tools_allowed", "permissions_granted", "http_allowed_hosts", "cors_origins", mode="before")
     @classmethod
     def _lists(cls, value: object) -> object:
         return _split(value)

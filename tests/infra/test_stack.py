@@ -608,3 +608,36 @@ def test_cfn_lint_finds_no_errors(dev: Synth, grown: Synth, tmp_path: Path) -> N
     rules = {line.split(":")[5] for line in result.stdout.splitlines() if line.count(":") >= 6}
     unexplained = {rule for rule in rules if rule.startswith("W")} - KNOWN_WARNINGS
     assert not unexplained, f"new cfn-lint warnings (fix or justify in docs/infrastructure.md):\n{result.stdout}"
+
+
+# --- the environment the stack writes parses as Settings --------------------------------------------
+
+
+def _literal(value: Any) -> str:
+    """A template value as the function sees it: intrinsics (Ref, GetAtt, Join) become a stand-in string."""
+    return value if isinstance(value, str) else "resolved-at-deploy"
+
+
+@pytest.mark.parametrize("variant", ["dev", "prod_jwt", "grown"])
+def test_every_function_environment_parses_as_settings(
+    variant: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_core.config import Settings
+
+    synth: Synth = request.getfixturevalue(variant)
+    aliases = {str(field.alias) for field in Settings.model_fields.values()}
+    ours = {spec.handler for spec in (*FUNCTIONS, *FUTURE)}
+    functions = {
+        k: v for k, v in synth.resources("AWS::Lambda::Function").items() if v["Properties"]["Handler"] in ours
+    }
+    assert len(functions) >= len(FUNCTIONS)
+    for logical_id, fn in functions.items():
+        variables = fn["Properties"]["Environment"]["Variables"]
+        for alias in aliases:
+            monkeypatch.delenv(alias, raising=False)
+        for key, value in variables.items():
+            monkeypatch.setenv(key, _literal(value))
+        settings = Settings()  # raised SettingsError on AGENT_CORS_ORIGINS="" before
+        assert settings.storage == "aws", logical_id
+        cors = variables.get("AGENT_CORS_ORIGINS", "")
+        assert settings.cors_origins == [o for o in _literal(cors).split(",") if o], logical_id

@@ -1,0 +1,88 @@
+"""Settings read from a real process environment (`os.environ`), never from constructor arguments.
+
+pydantic-settings decodes complex fields as JSON before validators run; a list setting must still accept
+every form a person writes. Each field of `Settings` is set through the environment here.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any, get_args, get_origin
+
+import pytest
+
+from agent_core.config import Settings
+
+LIST_FORMS: list[tuple[str, list[str]]] = [
+    ("", []),
+    ("time", ["time"]),
+    ("time,http_get", ["time", "http_get"]),
+    (" time , http_get ,", ["time", "http_get"]),
+    ('["time", "http_get"]', ["time", "http_get"]),
+    ("[]", []),
+]
+
+
+def _aliases() -> dict[str, str]:
+    return {name: str(field.alias) for name, field in Settings.model_fields.items()}
+
+
+def _is_list(annotation: Any) -> bool:
+    while get_origin(annotation) is typing.Annotated:
+        annotation = get_args(annotation)[0]
+    return get_origin(annotation) is list
+
+
+def _sample(name: str) -> tuple[str, Any]:
+    """An environment string for the field and the value it must parse to."""
+    field = Settings.model_fields[name]
+    annotation = field.annotation
+    if _is_list(annotation):
+        return "a.example.com, b.example.com", ["a.example.com", "b.example.com"]
+    if annotation is bool:
+        return "false" if field.default else "true", not field.default
+    if annotation is int:
+        return "7", 7
+    if annotation is float:
+        return "2.5", 2.5
+    if get_origin(annotation) is typing.Literal:
+        choices = [c for c in get_args(annotation) if c != field.default]
+        return str(choices[0]), choices[0]
+    return f"value-of-{name}", f"value-of-{name}"
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for alias in _aliases().values():
+        monkeypatch.delenv(alias, raising=False)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("name", sorted(Settings.model_fields))
+def test_every_setting_parses_from_the_environment(clean_env: pytest.MonkeyPatch, name: str) -> None:
+    raw, expected = _sample(name)
+    clean_env.setenv(_aliases()[name], raw)
+    assert getattr(Settings(), name) == expected
+
+
+LIST_FIELDS = sorted(name for name, field in Settings.model_fields.items() if _is_list(field.annotation))
+
+
+def test_the_list_settings_are_the_documented_ones() -> None:
+    assert set(LIST_FIELDS) == {"tools_allowed", "permissions_granted", "http_allowed_hosts", "cors_origins"}
+
+
+@pytest.mark.parametrize("name", LIST_FIELDS)
+@pytest.mark.parametrize(("raw", "expected"), LIST_FORMS)
+def test_list_settings_accept_every_written_form(
+    clean_env: pytest.MonkeyPatch, name: str, raw: str, expected: list[str]
+) -> None:
+    clean_env.setenv(_aliases()[name], raw)
+    assert getattr(Settings(), name) == expected
+
+
+def test_an_empty_environment_gives_the_defaults(clean_env: pytest.MonkeyPatch) -> None:
+    s = Settings()
+    assert s.tools_allowed == ["*"]
+    assert s.cors_origins == []
+    assert s.storage == "embedded"
