@@ -28,7 +28,7 @@ StrList = Annotated[list[str], NoDecode]
 
 
 class Settings(BaseSettings):
-    """Every setting of ARCHITECTURE.md "Configuration", with its default."""
+    """Every setting of the product, with its default (README.md "Configuration")."""
 
     model_config = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=True)
 

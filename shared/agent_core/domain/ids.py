@@ -57,7 +57,7 @@ def sortable_id(at_ms: int | None = None) -> str:
 
 
 def new_run_id() -> str:
-    """base36 epoch millis + a random suffix, as ARCHITECTURE.md specifies."""
+    """base36 epoch millis + a random suffix: sortable by creation time, unique without coordination."""
     return f"{base36(now_ms())}-{_random(3)}"
 
 

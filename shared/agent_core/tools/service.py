@@ -1,4 +1,4 @@
-"""ToolService: governance around every tool call, in ARCHITECTURE.md's order, with one audit line each."""
+"""ToolService: governance around every tool call, in a fixed order (docs/design.md), with one audit line each."""
 
 from __future__ import annotations
 

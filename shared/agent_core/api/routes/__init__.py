@@ -1,4 +1,4 @@
-"""Routers grouped by the Lambda function that serves them (ARCHITECTURE.md routes table).
+"""Routers grouped by the Lambda function that serves them (the routes table in README.md).
 
 The groups are built on first access (PEP 562 module `__getattr__`), so a function imports only its own
 routes: the chat function never loads the Responses API, submit and data load almost nothing.
