@@ -19,6 +19,7 @@ from agent_core.context import AppContext, build_context
 from agent_core.store.memory import MemoryTable
 from tests.support.fixtures import make_settings
 from tests.support.lambda_events import http_v2_event, rest_v1_event
+from tests.support.sse import events_in
 
 ADAPTER_ENV = {
     "AWS_LAMBDA_FUNCTION_NAME": "agent-core-stream",
@@ -137,3 +138,22 @@ async def test_the_header_is_ignored_where_the_adapter_does_not_set_it(env: dict
             refused = await _create(client, forged)
             # Then it is not an identity
             assert refused.status_code == 401, (mode, env, refused.text)
+
+
+async def test_stream_data_links_keep_the_stage_path_from_the_adapter_header() -> None:
+    # Given the stream app behind the adapter, reached through the REST API's `prod` stage
+    context = _context(AGENT_AUTH_MODE="iam", **ADAPTER_ENV)
+    header = json.loads(rest_v1_context({"userArn": USER_ARN}))
+    header["path"] = "/prod/api/ap/query"
+    async for client in _client(context):
+        # When a query saves a file (the save_file quick rule)
+        response = await client.post(
+            "/api/ap/query",
+            json={"message": "save it as notes.txt: hi"},
+            headers={"x-amzn-request-context": json.dumps(header)},
+        )
+        assert response.status_code == 200
+        (result,) = [e for e in events_in(response.text) if e["type"] == "tool.result"]
+        # Then the link carries the stage's public address
+        url = result["result"]["url"]
+        assert url.startswith("https://abc123.execute-api.us-east-1.amazonaws.com/prod/api/ap/data?file="), url
