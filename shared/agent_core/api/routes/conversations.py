@@ -22,8 +22,8 @@ from agent_core.domain.ids import new_chat_id, now_ms
 from agent_core.domain.models import Chat
 from agent_core.errors import NotFound
 from agent_core.runtime.blocking import run_blocking
+from agent_core.runtime.chat_deletion import delete_chat_completely
 from agent_core.runtime.turn import TurnRequest
-from agent_core.tools.data_path import chat_data_prefix
 
 router = APIRouter(prefix="/api/v1/conversations", tags=["conversations"])
 
@@ -73,11 +73,8 @@ async def get_conversation(conversation_id: str, ctx: Ctx, user: User) -> Any:
 
 @router.delete("/{conversation_id}", status_code=204)
 async def delete_conversation(conversation_id: str, ctx: Ctx, user: User) -> Response:
-    if not await ctx.deps.store.delete_chat(conversation_id, user):
+    if not await delete_chat_completely(ctx.deps.store, ctx.blobs, conversation_id, user):
         raise _not_found()
-    if ctx.blobs is not None:
-        # Its files go too: a still-valid signed link must not outlive the chat.
-        await ctx.blobs.delete_prefix(chat_data_prefix(conversation_id))
     return Response(status_code=204)
 
 
