@@ -229,3 +229,32 @@ async def test_the_daily_pass_catches_up_days_whose_summary_never_came() -> None
     assert third.scanned == 0
     # And the catch-up is bounded: a day closed longer ago than the window is not read
     assert (await run_daily_summary(ctx.deps, closed_at + timedelta(hours=CATCH_UP_HOURS + 3))).scanned == 0
+
+
+async def test_ending_a_session_with_the_queue_failing_keeps_it_open_for_the_retry() -> None:
+    ctx = build_context(make_settings(), table=MemoryTable(), llm=FlakySummaries(), audit=lambda _: None)
+    chat_id = await _open_session(ctx)
+    real = ctx.deps.queue.enqueue
+    calls: list[Any] = []
+
+    async def failing_once(job: Any, delay_s: int = 0) -> None:
+        calls.append(job)
+        if len(calls) == 1:
+            raise RuntimeError("queue unavailable")
+        await real(job, delay_s)
+
+    ctx.deps.queue.enqueue = failing_once  # type: ignore[method-assign]
+    app = build_app(*routes.local, context=ctx)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t", headers={"X-User-Id": USER}) as client:
+        # When ending the session cannot enqueue its summary: an error, and the session is still open
+        failed = await client.post(f"/api/ap/chat/{chat_id}/end")
+        assert failed.status_code == 500
+        chat = await ctx.deps.store.get_chat(chat_id, USER)
+        assert chat is not None and chat.session_id is not None
+        # Then the retry ends it and the summary is written
+        ended = (await client.post(f"/api/ap/chat/{chat_id}/end")).json()
+        assert ended["ended"] is True and ended["sessionId"] == chat.session_id
+    await ctx.queue.join()
+    (session,) = await ctx.deps.store.list_sessions(chat_id)
+    assert session.summary == "A trip to Kyoto."
