@@ -77,10 +77,17 @@ class Settings(BaseSettings):
     run_lease_ms: int = Field(120000, alias="AGENT_RUN_LEASE_MS")
     allow_clock_override: bool = Field(False, alias="AGENT_ALLOW_CLOCK_OVERRIDE")
     cors_origins: StrList = Field(default_factory=list, alias="AGENT_CORS_ORIGINS")
+    # Where clients reach the API (e.g. https://api.example.com/prod): data links are built on it. Empty: the
+    # gateway address the request came through (stage path included), else root-relative links (local).
+    public_base_url: str = Field("", alias="AGENT_PUBLIC_BASE_URL")
 
     service_name: str = Field("agent-core", alias="POWERTOOLS_SERVICE_NAME")
     lambda_function_name: str = Field("", alias="AWS_LAMBDA_FUNCTION_NAME")
     aws_region: str = Field("us-east-1", alias="AWS_REGION")
+    # The Lambda Web Adapter's markers (set by the stack on the streaming function): only behind the adapter
+    # is the `x-amzn-request-context` header the gateway's request context (the adapter replaces a client's).
+    lambda_exec_wrapper: str = Field("", alias="AWS_LAMBDA_EXEC_WRAPPER")
+    lwa_invoke_mode: str = Field("", alias="AWS_LWA_INVOKE_MODE")
 
     @field_validator("tools_allowed", "permissions_granted", "http_allowed_hosts", "cors_origins", mode="before")
     @classmethod
@@ -90,6 +97,11 @@ class Settings(BaseSettings):
     @property
     def in_lambda(self) -> bool:
         return bool(self.lambda_function_name)
+
+    @property
+    def behind_web_adapter(self) -> bool:
+        """A Lambda process served through the Lambda Web Adapter (its exec wrapper or invoke mode is set)."""
+        return self.in_lambda and bool(self.lambda_exec_wrapper or self.lwa_invoke_mode)
 
     @property
     def effective_storage(self) -> str:

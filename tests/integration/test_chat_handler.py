@@ -79,3 +79,60 @@ def test_bad_body_through_the_handler_is_the_mapped_422(handler: Any) -> None:
     response = handler(event, ctx)
     assert response["statusCode"] == 422
     assert _json(response)["error"]["param"] == "body"
+
+
+def _saved_file_link(handler: Any, event_for: Any) -> str:
+    """Chat `save ... notes.txt: ...` (the save_file quick rule) and return the link in the stored tool result."""
+    ctx = FakeLambdaContext()
+    cid = _json(handler(event_for("POST", "/api/v1/conversations", {}), ctx))["conversationId"]
+    chat = handler(event_for("POST", f"/api/v1/conversations/{cid}/chat", {"message": "save it as notes.txt: hi"}), ctx)
+    assert chat["statusCode"] == 200, chat
+    assert [c["toolName"] for c in _json(chat)["toolCalls"]] == ["save_file"]
+    listed = _json(handler(event_for("GET", f"/api/v1/conversations/{cid}/messages"), ctx))["items"]
+    (tool,) = [m for m in listed if m["role"] == "TOOL"]
+    url: str = json.loads(tool["content"])["url"]
+    return url
+
+
+def _fetch(url: str, prefix: str, event_for: Any) -> dict[str, Any]:
+    """GET the link through the data function, as the gateway would deliver it (path without the prefix)."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit
+
+    from functions.data import handler as data
+
+    data._asgi.app.state.context = None
+    assert url.startswith(prefix + "/api/ap/data?")
+    parts = urlsplit(url)
+    path = parts.path.removeprefix(urlsplit(prefix).path)
+    if event_for is rest_v1_event:
+        event = rest_v1_event("GET", path, query=dict(parse_qsl(parts.query)))
+    else:
+        event = http_v2_event("GET", path, query=urlencode(parse_qsl(parts.query)))
+    response: dict[str, Any] = data.handler(event, FakeLambdaContext())
+    return response
+
+
+def test_data_links_through_the_rest_api_keep_the_stage_path(handler: Any) -> None:
+    # Given the chat function behind the REST API's `prod` stage
+    url = _saved_file_link(handler, rest_v1_event)
+    # Then the link is the stage's public address, and it serves the file through the data function
+    base = "https://abc123.execute-api.us-east-1.amazonaws.com/prod"
+    served = _fetch(url, base, rest_v1_event)
+    assert served["statusCode"] == 200 and served["body"] == "hi"
+
+
+def test_data_links_through_a_function_url_use_its_domain(handler: Any) -> None:
+    url = _saved_file_link(handler, http_v2_event)
+    served = _fetch(url, "https://abcdefg.lambda-url.us-east-1.on.aws", http_v2_event)
+    assert served["statusCode"] == 200 and served["body"] == "hi"
+
+
+def test_a_configured_public_base_url_wins(handler: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a custom domain in front of the API
+    monkeypatch.setenv("AGENT_PUBLIC_BASE_URL", "https://api.example.com/agent/")
+    get_settings.cache_clear()
+    from functions.chat import handler as module
+
+    module._asgi.app.state.context = None
+    url = _saved_file_link(handler, rest_v1_event)
+    assert url.startswith("https://api.example.com/agent/api/ap/data?file=")

@@ -301,7 +301,15 @@ def test_scheduled_handlers_use_the_schedulers_time_and_return_the_report(
     module = __import__(f"functions.{name}.handler", fromlist=["handler"])
     context = FakeLambdaContext(function_name=f"agent-core-{name}")
     report = module.handler(SCHEDULER_INPUT, context)
-    assert report == {"scanned": 3, "enqueued": 1, "skipped": 2, "details": {"closed": 1}}
+    assert report == {
+        "scanned": 3,
+        "enqueued": 1,
+        "skipped": 2,
+        "details": {"closed": 1},
+        "summarised": 0,
+        "failed": 0,
+        "job_run_id": "",
+    }
     assert recorded_now[-1][:2] == (name, SCHEDULED_AT)
     assert recorded_now[-1][2] is entry.lambda_context().deps
     # In Lambda with a queue URL the enqueued work goes to SQS for the worker, not into this function
@@ -364,7 +372,15 @@ async def test_dev_routes_run_the_job_at_x_agent_now_and_wait_for_its_work(
     assert answer.json() == {
         "job": name,
         "now": "2026-01-08T16:30:00+00:00",
-        "report": {"scanned": 3, "enqueued": 1, "skipped": 2, "details": {"closed": 1}},
+        "report": {
+            "scanned": 3,
+            "enqueued": 1,
+            "skipped": 2,
+            "details": {"closed": 1},
+            "summarised": 0,
+            "failed": 0,
+            "job_run_id": "",
+        },
     }
     assert recorded_now == [(name, SCHEDULED_AT, ctx.deps)]
     assert handled == [_compact(f"c_{name}")]  # the enqueued job had finished when the answer came
@@ -437,7 +453,15 @@ def test_cli_jobs_waits_for_the_work_the_pass_enqueued() -> None:
     assert json.loads(lines[0]) == {
         "job": "idle_sessions",
         "now": "2026-01-08T16:30:00+00:00",
-        "report": {"scanned": 1, "enqueued": 1, "skipped": 0, "details": {"now": int(SCHEDULED_AT.timestamp())}},
+        "report": {
+            "scanned": 1,
+            "enqueued": 1,
+            "skipped": 0,
+            "details": {"now": int(SCHEDULED_AT.timestamp())},
+            "summarised": 0,
+            "failed": 0,
+            "job_run_id": "",
+        },
         "completed": 1,
         "failed": 0,
     }

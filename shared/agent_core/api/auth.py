@@ -1,4 +1,4 @@
-"""Identity: who is calling, per AGENT_AUTH_MODE (none / jwt / iam)."""
+"""Identity: who is calling, per AGENT_AUTH_MODE (none / jwt / iam), from the gateway's request context."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import Request
 
+from agent_core.api.gateway import request_context
 from agent_core.config import Settings
 from agent_core.errors import Unauthorized
 
@@ -20,23 +21,19 @@ def _bearer(request: Request) -> str | None:
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 
-def _lambda_event(request: Request) -> dict[str, Any]:
-    event = request.scope.get("aws.event")
-    return event if isinstance(event, dict) else {}
-
-
-def _gateway_claims(event: dict[str, Any]) -> dict[str, Any] | None:
+def _gateway_claims(context: dict[str, Any]) -> dict[str, Any] | None:
     """Claims API Gateway already verified (REST authorizer, or HTTP API JWT authorizer)."""
-    authorizer = event.get("requestContext", {}).get("authorizer") or {}
+    authorizer = context.get("authorizer") or {}
     claims = authorizer.get("claims") or (authorizer.get("jwt") or {}).get("claims")
     return claims if isinstance(claims, dict) else None
 
 
-def _iam_principal(event: dict[str, Any]) -> str | None:
-    context = event.get("requestContext", {})
+def _iam_principal(context: dict[str, Any]) -> str | None:
+    """The SigV4 caller: REST v1 `identity`, or a Function URL's / HTTP API's `authorizer.iam`."""
     identity = context.get("identity") or {}
     iam = (context.get("authorizer") or {}).get("iam") or {}
-    return identity.get("userArn") or iam.get("userArn") or identity.get("caller") or iam.get("callerId")
+    principal = identity.get("userArn") or iam.get("userArn") or identity.get("caller") or iam.get("callerId")
+    return principal if isinstance(principal, str) else None
 
 
 @lru_cache(maxsize=4)
@@ -76,10 +73,10 @@ def resolve_user(request: Request, settings: Settings) -> str:
     """The caller's user id; raises Unauthorized when the mode's credential is missing or invalid."""
     if settings.auth_mode == "none":
         return _checked(request.headers.get("x-user-id") or _bearer(request) or LOCAL_USER)
-    event = _lambda_event(request)
+    context = request_context(request, settings)
     if settings.auth_mode == "iam":
-        return _checked(_iam_principal(event))
-    claims = _gateway_claims(event)
+        return _checked(_iam_principal(context))
+    claims = _gateway_claims(context)
     if claims is None:
         token = _bearer(request)
         if token is None:

@@ -8,6 +8,7 @@ from datetime import datetime
 from fastapi import Request
 
 from agent_core.api.auth import resolve_user
+from agent_core.api.gateway import public_base_url
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
 
@@ -41,3 +42,8 @@ def request_now(request: Request) -> datetime | None:
     if parsed.tzinfo is None:
         raise InvalidRequest("X-Agent-Now needs a UTC offset", param="X-Agent-Now")
     return parsed
+
+
+def link_base(request: Request) -> str:
+    """Where the client reached this API (`AGENT_PUBLIC_BASE_URL`, else the gateway's address and stage path)."""
+    return public_base_url(request, app_context(request).settings)

@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 class _Job(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
+    job_run_id: str = ""  # the scheduled pass or worker batch that enqueued it (traceable across the queue)
+
 
 class CompactJob(_Job):
     """Fold a chat's older messages into its rolling summary."""
@@ -76,6 +78,8 @@ def dump_job(job: Job) -> str:
 
 
 class WorkQueue(Protocol):
+    """Implementations stamp each job with the current job run's id (`jobs.job_run.stamped`)."""
+
     async def enqueue(self, job: Job, delay_s: int = 0) -> None: ...
 
     async def enqueue_many(self, jobs: list[Job]) -> None: ...

@@ -20,25 +20,44 @@ ACTIVE_WINDOW_MS = 10 * 60_000
 DEFER_S = 600
 MAX_DEFERRALS = 6
 RAW_MESSAGES_PER_CHAT = 60
+# How far back each pass looks for user-days still not summarised (markers live DAYMARK_TTL_S, 3 days).
+CATCH_UP_HOURS = 24
 
 
-async def enqueue_closed_days(deps: RunDeps, now: datetime) -> JobReport:
-    """At hh:30: the buckets of the hour just past and of this hour up to now (+05:30 and +05:45 zones)."""
-    report = JobReport()
-    now_ms_ = now_ms_of(now)
+def pass_buckets(now: datetime) -> tuple[list[str], list[str]]:
+    """(due, catch-up): the hour just past and this hour; then the CATCH_UP_HOURS before them, newest first."""
     hour = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-    buckets = [close_bucket(now_ms_of(start)) for start in (hour - timedelta(hours=1), hour)]
+    due = [close_bucket(now_ms_of(hour - timedelta(hours=h))) for h in (1, 0)]
+    catch_up = [close_bucket(now_ms_of(hour - timedelta(hours=h))) for h in range(2, CATCH_UP_HOURS + 2)]
+    return due, catch_up
 
-    async def shard(bucket: str, index: int) -> None:
-        # Page by page: memory stays flat however many users closed their day in this hour.
+
+async def enqueue_closed_days(deps: RunDeps, now: datetime, report: JobReport) -> JobReport:
+    """At hh:30: the buckets of the hour just past and of this hour up to now (+05:30 and +05:45 zones), and
+    the markers of earlier hours still not summarised (a failed or lost job): each pass catches up."""
+    now_ms_ = now_ms_of(now)
+    due, catch_up = pass_buckets(now)
+
+    async def shard(bucket: str, index: int, late: bool) -> None:
+        # Page by page: memory stays flat however many users closed their day in this hour. A done marker
+        # leaves the index, so the catch-up reads only the stragglers.
         async for page in deps.store.day_mark_pages(bucket, index, now_ms_):
             jobs: list[Job] = [DailySummaryJob(user_id=u, date=d, now_ms=now_ms_) for u, d in page]
-            await deps.queue.enqueue_many(jobs)
             report.scanned += len(page)
+            if late:
+                report.count("caught_up", len(page))
+            try:
+                await deps.queue.enqueue_many(jobs)
+            except Exception as exc:
+                # The markers stay undone: the next pass's catch-up enqueues them again.
+                report.failed += len(jobs)
+                logger.error("daily summaries not enqueued", extra={"jobs": len(jobs), "error": type(exc).__name__})
+                continue
             report.enqueued += len(jobs)
 
     # The shards are independent partitions: read them concurrently.
-    await asyncio.gather(*(shard(bucket, index) for bucket in buckets for index in range(SHARDS)))
+    buckets = [(bucket, False) for bucket in due] + [(bucket, True) for bucket in catch_up]
+    await asyncio.gather(*(shard(bucket, index, late) for bucket, late in buckets for index in range(SHARDS)))
     return report
 
 

@@ -14,27 +14,30 @@ class JobHandlers:
     def __init__(self, deps: RunDeps) -> None:
         self.deps = deps
 
-    async def handle(self, job: Job) -> None:
+    async def handle(self, job: Job) -> bool | None:
+        """True when the job wrote something (a summary, a profile), False when there was nothing to do."""
         deps = self.deps
         if isinstance(job, CompactJob):
             s = deps.settings
             policy = CompactionPolicy(window=s.memory_window, compact_after=s.memory_compact_after)
             changed = await compact(deps.store, deps.llm, job.model, job.chat_id, policy)
             logger.info("compaction", extra={"chatId": job.chat_id, "changed": changed})
-        elif isinstance(job, SessionSummaryJob):
+            return bool(changed)
+        if isinstance(job, SessionSummaryJob):
             from agent_core.jobs.sessions import summarize_session
 
-            await summarize_session(deps, job)
-        elif isinstance(job, ProfileJob):
+            return await summarize_session(deps, job)
+        if isinstance(job, ProfileJob):
             from agent_core.jobs.profile import extract_profile
 
-            await extract_profile(deps, job)
-        elif isinstance(job, DailySummaryJob):
+            return await extract_profile(deps, job)
+        if isinstance(job, DailySummaryJob):
             from agent_core.jobs.daily import summarize_day
 
-            await summarize_day(deps, job)
-        elif isinstance(job, ResponseJob):
+            return await summarize_day(deps, job)
+        if isinstance(job, ResponseJob):
             await self._response(job)
+        return None
 
     async def _response(self, job: ResponseJob) -> None:
         handler = self.deps.response_jobs

@@ -6,9 +6,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from agent_core.domain.jobs import Job
+from agent_core.jobs.job_run import stamped, traced
 from agent_core.observability import logger
 
-JobHandler = Callable[[Job], Awaitable[None]]
+JobHandler = Callable[[Job], Awaitable[object]]
 
 
 class InProcessWorkQueue:
@@ -21,6 +22,7 @@ class InProcessWorkQueue:
         self.failed = 0
 
     async def enqueue(self, job: Job, delay_s: int = 0) -> None:
+        job = stamped(job)
         task = asyncio.create_task(self._run(job, delay_s), name=f"job-{job.kind}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -33,7 +35,11 @@ class InProcessWorkQueue:
         if delay_s:
             await asyncio.sleep(delay_s)
         try:
-            await self._handler(job)
+            if job.job_run_id:
+                with traced(job.job_run_id, jobKind=job.kind):
+                    await self._handler(job)
+            else:
+                await self._handler(job)
             self.completed += 1
         except Exception:
             self.failed += 1

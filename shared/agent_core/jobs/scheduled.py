@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from agent_core.jobs.job_run import job_run
 from agent_core.jobs.report import JobReport
 from agent_core.runtime.deps import RunDeps
 
@@ -14,11 +15,13 @@ async def run_idle_sessions(deps: RunDeps, now: datetime) -> JobReport:
     """Close sessions idle past their due time (each exactly once) and fail runs whose lease expired."""
     from agent_core.jobs.sessions import close_idle_sessions
 
-    return await close_idle_sessions(deps, now)
+    with job_run("idle_sessions") as report:
+        return await close_idle_sessions(deps, now, report)
 
 
 async def run_daily_summary(deps: RunDeps, now: datetime) -> JobReport:
-    """Enqueue one daily-summary job per user-day whose local day closed in the hours just past."""
+    """Enqueue one daily-summary job per user-day whose local day closed in the hours just past (and catch up)."""
     from agent_core.jobs.daily import enqueue_closed_days
 
-    return await enqueue_closed_days(deps, now)
+    with job_run("daily_summary") as report:
+        return await enqueue_closed_days(deps, now, report)

@@ -15,6 +15,10 @@ from agent_core.runtime.deps import RunDeps
 from agent_core.store.schema import SHARDS
 
 
+class SummaryFailed(RuntimeError):
+    """The model gave no usable summary: the job fails and the queue retries it."""
+
+
 async def summarize_session(deps: RunDeps, job: SessionSummaryJob) -> bool:
     """Write the session's summary once (idempotent); then queue the profile extraction. False: nothing to do."""
     store = deps.store
@@ -41,6 +45,9 @@ async def summarize_session(deps: RunDeps, job: SessionSummaryJob) -> bool:
         session.skipped = True
         return await store.put_session(session)
     result = await summarise(deps.llm, deps.settings.model, messages, kind="session")
+    if not result.summary.strip():
+        # Nothing is written, so the job fails and is retried (SQS redelivery), like an LLM error.
+        raise SummaryFailed(f"empty session summary for {job.chat_id}/{job.session_id}")
     session.summary, session.key_topics = result.summary, result.key_topics
     written = await store.put_session(session)
     if written:
@@ -48,9 +55,8 @@ async def summarize_session(deps: RunDeps, job: SessionSummaryJob) -> bool:
     return written
 
 
-async def close_idle_sessions(deps: RunDeps, now: datetime) -> JobReport:
+async def close_idle_sessions(deps: RunDeps, now: datetime, report: JobReport) -> JobReport:
     """Every shard of the idle index: close sessions past due (once), move the due of active ones, fail dead runs."""
-    report = JobReport()
     now_ms = now_ms_of(now)
     idle_ms = deps.settings.idle_timeout_minutes * 60_000
     for index in range(SHARDS):
@@ -60,28 +66,43 @@ async def close_idle_sessions(deps: RunDeps, now: datetime) -> JobReport:
 
 
 async def _close_page(deps: RunDeps, page: list[Chat], now_ms: int, idle_ms: int, report: JobReport) -> None:
-    jobs: list[Job] = []
+    due: list[SessionSummaryJob] = []
     for chat in page:
         report.scanned += 1
         stale = chat.active_run_id is not None and (chat.lease_expires_at or 0) < now_ms
         if stale and await deps.store.fail_stale_run(chat.chat_id, str(chat.active_run_id), now_ms):
-            report.details["runs_failed"] = report.details.get("runs_failed", 0) + 1
+            report.count("runs_failed")
         if chat.session_id is None:
             continue
-        due = chat.last_activity_at + idle_ms
-        if due > now_ms:
-            await deps.store.move_idle_due(chat.chat_id, chat.session_id, due)
+        due_ms = chat.last_activity_at + idle_ms
+        if due_ms > now_ms:
+            await deps.store.move_idle_due(chat.chat_id, chat.session_id, due_ms)
             report.skipped += 1
             continue
-        if await deps.store.close_session(chat.chat_id, chat.session_id):
-            jobs.append(
-                SessionSummaryJob(
-                    chat_id=chat.chat_id,
-                    user_id=chat.user_id,
-                    session_id=chat.session_id,
-                    started_at=chat.session_started_at or chat.last_activity_at,
-                    ended_at=chat.last_activity_at,
-                )
+        due.append(
+            SessionSummaryJob(
+                chat_id=chat.chat_id,
+                user_id=chat.user_id,
+                session_id=chat.session_id,
+                started_at=chat.session_started_at or chat.last_activity_at,
+                ended_at=chat.last_activity_at,
             )
-    await deps.queue.enqueue_many(jobs)
-    report.enqueued += len(jobs)
+        )
+    if not due:
+        return
+    # Enqueue first, close after: a queue failure leaves the sessions open and due, so the next pass finds
+    # them again. The summary job is idempotent, so a session enqueued twice is summarised once.
+    jobs: list[Job] = list(due)
+    try:
+        await deps.queue.enqueue_many(jobs)
+    except Exception as exc:
+        report.failed += len(due)
+        logger.error(
+            "session summaries not enqueued: the sessions stay open for the next pass",
+            extra={"sessions": len(due), "error": type(exc).__name__},
+        )
+        return
+    report.enqueued += len(due)
+    for job in due:
+        if await deps.store.close_session(job.chat_id, job.session_id):
+            report.count("closed")

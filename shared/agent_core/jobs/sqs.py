@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_core.domain.jobs import Job, dump_job
+from agent_core.jobs.job_run import stamped
 from agent_core.observability import logger
 from agent_core.store.aws_client import ThreadedAwsClient
 
@@ -38,11 +39,11 @@ class SqsWorkQueue(ThreadedAwsClient):
         super().__init__(client_factory)
 
     async def enqueue(self, job: Job, delay_s: int = 0) -> None:
-        await self._call(
-            "send_message", QueueUrl=self.queue_url, MessageBody=dump_job(job), DelaySeconds=clamp_delay(delay_s)
-        )
+        body = dump_job(stamped(job))
+        await self._call("send_message", QueueUrl=self.queue_url, MessageBody=body, DelaySeconds=clamp_delay(delay_s))
 
     async def enqueue_many(self, jobs: list[Job]) -> None:
+        jobs = [stamped(job) for job in jobs]
         failures: list[tuple[str, str]] = []
         for start in range(0, len(jobs), BATCH_SIZE):
             failures += await self._send_batch(jobs[start : start + BATCH_SIZE])

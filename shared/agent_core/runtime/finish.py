@@ -29,8 +29,13 @@ class RunOutcome:
     first_token_at: float | None = None
 
 
+def snapshot_prefix(chat_id: str) -> str:
+    """Every spilled replay snapshot of one chat (deleted with the chat)."""
+    return f"snapshots/{chat_id}/"
+
+
 def snapshot_key(chat_id: str, run_id: str) -> str:
-    return f"snapshots/{chat_id}/{run_id}.json"
+    return f"{snapshot_prefix(chat_id)}{run_id}.json"
 
 
 async def _store_snapshot(turn: PreparedTurn, entries: list[dict[str, Any]]) -> None:

@@ -306,6 +306,7 @@ class TurnRunner:
             blobs=self.deps.blobs,
             frontend=self.bridge,
             store=self.deps.store,
+            public_base_url=self.turn.request.public_base_url,
         )
 
     async def announce(self, calls: list[ToolCall]) -> AsyncIterator[Event]:

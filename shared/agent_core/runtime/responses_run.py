@@ -57,6 +57,7 @@ class ResponsePlan:
     parsed: ParsedInput
     created_at: int
     now: datetime | None = None
+    public_base_url: str = ""
 
     @property
     def client_tools(self) -> frozenset[str]:
@@ -119,6 +120,7 @@ async def plan_response(
     response_id: str | None = None,
     created_at: int | None = None,
     now: datetime | None = None,
+    public_base_url: str = "",
 ) -> ResponsePlan:
     """Check the request against its rules and the caller's objects; 4xx errors come from here."""
     check_rules(body)
@@ -163,6 +165,7 @@ async def plan_response(
         parsed=parsed,
         created_at=created_at or int(time.time()),
         now=now,
+        public_base_url=public_base_url,
     )
 
 
@@ -220,6 +223,7 @@ async def open_turn(plan: ResponsePlan) -> PreparedTurn:
         agent_key=plan.agent.key,
         now=plan.now,
         client_tools=plan.client_tools,
+        public_base_url=plan.public_base_url,
     )
     prepared = await prepare_turn(deps, request)
     if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry

@@ -9,7 +9,7 @@ from agent_core.runtime.deps import RunDeps
 
 async def end_session(deps: RunDeps, chat: Chat, at_ms: int) -> SessionSummaryJob | None:
     """Close the chat's open session now (POST /api/ap/chat/{chatId}/end); None when none was open."""
-    if chat.session_id is None or not await deps.store.close_session(chat.chat_id, chat.session_id):
+    if chat.session_id is None:
         return None
     job = SessionSummaryJob(
         chat_id=chat.chat_id,
@@ -18,5 +18,7 @@ async def end_session(deps: RunDeps, chat: Chat, at_ms: int) -> SessionSummaryJo
         started_at=chat.session_started_at or chat.last_activity_at,
         ended_at=max(chat.last_activity_at, chat.session_started_at or 0),
     )
+    # Enqueue first, close after: a queue failure leaves the session open (the caller's retry, or the idle
+    # pass, ends it). A job enqueued for a session another closer got first is summarised once (idempotent).
     await deps.queue.enqueue(job)
-    return job
+    return job if await deps.store.close_session(chat.chat_id, chat.session_id) else None

@@ -40,6 +40,8 @@ class TurnRequest:
     now: datetime | None = None
     # Tools the caller runs itself (Responses API function tools): a model step calling one ends the run.
     client_tools: frozenset[str] = frozenset()
+    # Where clients reach the API (data links are built on it); '' keeps links root-relative.
+    public_base_url: str = ""
 
 
 @dataclass

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -93,12 +96,56 @@ def _key(key: Key) -> dict[str, Any]:
     return {PK: {"S": key[PK]}, SK: {"S": key[SK]}}
 
 
+class UnprocessedItems(RuntimeError):
+    """A batch request still left items unprocessed after every retry (the table is throttling)."""
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Retries of a batch's unprocessed items: exponential with full jitter, capped, a bounded number of times."""
+
+    attempts: int = 8  # requests in all, the first included
+    base_s: float = 0.05
+    cap_s: float = 2.0
+
+    def delay(self, retry: int) -> float:
+        """The pause before retry number `retry` (0-based): uniform in [0, min(cap, base * 2**retry)]."""
+        return random.uniform(0.0, min(self.cap_s, self.base_s * 2**retry))
+
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
 class DynamoTable(ThreadedAwsClient):
     """The Table port on a real (or moto) DynamoDB table."""
 
-    def __init__(self, table_name: str, client_factory: Callable[[], Any]) -> None:
+    def __init__(
+        self,
+        table_name: str,
+        client_factory: Callable[[], Any],
+        *,
+        backoff: Backoff = Backoff(),
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
         self.table_name = table_name
+        self.backoff = backoff
+        self._sleep = sleep
         super().__init__(client_factory)
+
+    async def _batch(self, operation: str, request: dict[str, Any], unprocessed: str) -> list[dict[str, Any]]:
+        """Send a BatchGetItem / BatchWriteItem and resend what it left unprocessed, backing off; the responses."""
+        responses: list[dict[str, Any]] = []
+        pending = request
+        for attempt in range(self.backoff.attempts):
+            if attempt:
+                await self._sleep(self.backoff.delay(attempt - 1))
+            response = await self._call(operation, RequestItems=pending)
+            responses.append(response)
+            pending = response.get(unprocessed) or {}
+            if not pending:
+                return responses
+        left = sum(len(v.get("Keys", v)) if isinstance(v, dict) else len(v) for v in pending.values())
+        raise UnprocessedItems(f"{operation}: {left} item(s) still unprocessed after {self.backoff.attempts} requests")
 
     async def get(self, key: Key) -> Item | None:
         response = await self._call("get_item", TableName=self.table_name, Key=_key(key), ConsistentRead=True)
@@ -108,12 +155,11 @@ class DynamoTable(ThreadedAwsClient):
     async def batch_get(self, keys: list[Key]) -> list[Item]:
         if not keys:
             return []
-        pending: dict[str, Any] = {self.table_name: {"Keys": [_key(k) for k in keys], "ConsistentRead": True}}
         found: list[Item] = []
-        while pending:
-            response = await self._call("batch_get_item", RequestItems=pending)
-            found.extend(_from_ddb(i) for i in response.get("Responses", {}).get(self.table_name, []))
-            pending = response.get("UnprocessedKeys") or {}
+        for start in range(0, len(keys), 100):  # BatchGetItem: at most 100 keys
+            request = {self.table_name: {"Keys": [_key(k) for k in keys[start : start + 100]], "ConsistentRead": True}}
+            for response in await self._batch("batch_get_item", request, "UnprocessedKeys"):
+                found.extend(_from_ddb(i) for i in response.get("Responses", {}).get(self.table_name, []))
         return found
 
     async def query(
@@ -224,13 +270,9 @@ class DynamoTable(ThreadedAwsClient):
             raise TransactionFailed(codes or ["unknown"]) from exc
 
     async def batch_delete(self, keys: list[Key]) -> None:
-        for start in range(0, len(keys), 25):
-            pending: dict[str, Any] = {
-                self.table_name: [{"DeleteRequest": {"Key": _key(k)}} for k in keys[start : start + 25]]
-            }
-            while pending:
-                response = await self._call("batch_write_item", RequestItems=pending)
-                pending = response.get("UnprocessedItems") or {}
+        for start in range(0, len(keys), 25):  # BatchWriteItem: at most 25 requests
+            request = {self.table_name: [{"DeleteRequest": {"Key": _key(k)}} for k in keys[start : start + 25]]}
+            await self._batch("batch_write_item", request, "UnprocessedItems")
 
 
 def _raise_condition(exc: ClientError) -> None:

@@ -139,7 +139,9 @@ class HierarchyStore:
         return bool(item and "doneAt" in item)
 
     async def mark_day_done(self, user_id: str, date: str, at_ms: int) -> None:
-        await self.table.update(it.daymark_key(user_id, date), Update(set={"doneAt": at_ms, "userId": user_id}))
+        """Done: the marker leaves the closing index (sparse), so later passes no longer read it."""
+        update = Update(set={"doneAt": at_ms, "userId": user_id}, remove=(GSI3.pk, GSI3.sk))
+        await self.table.update(it.daymark_key(user_id, date), update)
 
     async def chats_active_since(self, user_id: str, since_ms: int) -> list[Chat]:
         """The user's chats with activity at or after `since_ms`, newest first (gsi1)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 
 from agent_core.domain.models import (
     Chat,
@@ -32,6 +33,7 @@ from agent_core.store.table import (
     Condition,
     ConditionFailed,
     Item,
+    Key,
     Put,
     SkRange,
     Table,
@@ -85,24 +87,31 @@ class TableStore(HierarchyStore):
         return ChatPage([it.chat_from_item(i) for i in page.items], encode_cursor(page.last_key))
 
     async def delete_chat(self, chat_id: str, user_id: str) -> bool:
+        """Every item of the chat; retryable: each step leaves what finds the rest (see runtime.chat_deletion)."""
         if await self.get_chat(chat_id, user_id) is None:
             return False
-        pk = it.chat_pk(chat_id)
-        keys: list[dict[str, str]] = []
-        start: Item | None = None
-        while True:
-            page = await self.table.query(pk, start_key=start, limit=500)
-            keys.extend({PK: i[PK], SK: i[SK]} for i in page.items if i[SK] != it.META)
-            if page.last_key is None:
-                break
-            start = page.last_key
+        keys = [{PK: i[PK], SK: i[SK]} async for i in self._partition(it.chat_pk(chat_id)) if i[SK] != it.META]
+        # Each run's own partition (pointer, frontend waits) before the chat's RUN item that leads to it,
+        # the chat's items next, META last: a failure at any point leaves the path to what is still there.
+        run_keys: list[Key] = []
         for run_sk in [k[SK] for k in keys if k[SK].startswith(it.RUN_PREFIX)]:
-            run_items = await self.table.query(it.run_pk(run_sk.removeprefix(it.RUN_PREFIX)))
-            keys.extend({PK: i[PK], SK: i[SK]} for i in run_items.items)
-        # Children first, META last: a crash half-way leaves a listed chat, never orphans without one.
+            run_keys += [
+                {PK: i[PK], SK: i[SK]} async for i in self._partition(it.run_pk(run_sk.removeprefix(it.RUN_PREFIX)))
+            ]
+        await self.table.batch_delete(run_keys)
         await self.table.batch_delete(keys)
         await self.table.delete(it.meta_key(chat_id))
         return True
+
+    async def _partition(self, pk: str) -> AsyncIterator[Item]:
+        start: Item | None = None
+        while True:
+            page = await self.table.query(pk, start_key=start, limit=500)
+            for item in page.items:
+                yield item
+            if page.last_key is None:
+                return
+            start = page.last_key
 
     async def load_turn_context(self, chat_id: str, user_id: str) -> TurnContext | None:
         """The chat, its rolling summary and the user's profile: one BatchGetItem."""

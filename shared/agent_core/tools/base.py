@@ -38,6 +38,7 @@ class ToolContext:
     blobs: BlobStore | None = None
     frontend: FrontendBridge | None = None
     store: Store | None = None
+    public_base_url: str = ""  # where clients reach the API (no trailing slash); '' for root-relative links
     extra: dict[str, Any] = field(default_factory=dict)
 
 

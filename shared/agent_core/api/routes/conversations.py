@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from agent_core.api.deps import app_context, current_user, request_now
+from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.schemas import (
     ChatIn,
     ChatOut,
@@ -22,8 +22,8 @@ from agent_core.domain.ids import new_chat_id, now_ms
 from agent_core.domain.models import Chat
 from agent_core.errors import NotFound
 from agent_core.runtime.blocking import run_blocking
+from agent_core.runtime.chat_deletion import delete_chat_completely
 from agent_core.runtime.turn import TurnRequest
-from agent_core.tools.data_path import chat_data_prefix
 
 router = APIRouter(prefix="/api/v1/conversations", tags=["conversations"])
 
@@ -73,11 +73,8 @@ async def get_conversation(conversation_id: str, ctx: Ctx, user: User) -> Any:
 
 @router.delete("/{conversation_id}", status_code=204)
 async def delete_conversation(conversation_id: str, ctx: Ctx, user: User) -> Response:
-    if not await ctx.deps.store.delete_chat(conversation_id, user):
+    if not await delete_chat_completely(ctx.deps.store, ctx.blobs, conversation_id, user):
         raise _not_found()
-    if ctx.blobs is not None:
-        # Its files go too: a still-valid signed link must not outlive the chat.
-        await ctx.blobs.delete_prefix(chat_data_prefix(conversation_id))
     return Response(status_code=204)
 
 
@@ -108,6 +105,7 @@ async def chat(
         model=body.model,
         deadline_ms=ctx.settings.turn_deadline_ms,
         now=request_now(request),
+        public_base_url=link_base(request),
     )
     try:
         result = await run_blocking(ctx.deps, turn)

@@ -15,9 +15,9 @@ from agent_core.domain.models import Chat, Message, Role
 from agent_core.errors import NotFound
 from agent_core.protocol.responses_input import ParsedInput, WireModel, parse_input
 from agent_core.protocol.responses_items import conversation_items, list_page
+from agent_core.runtime.chat_deletion import delete_chat_completely
 from agent_core.runtime.responses_run import to_message
 from agent_core.runtime.turn import chat_name
-from agent_core.tools.data_path import chat_data_prefix
 
 router = APIRouter(prefix="/v1/conversations", tags=["openai-conversations"])
 
@@ -112,10 +112,8 @@ async def update_conversation(conversation_id: str, body: ConversationUpdate, ct
 
 @router.delete("/{conversation_id}")
 async def delete_conversation(conversation_id: str, ctx: Ctx, user: User) -> dict[str, Any]:
-    if not await ctx.deps.store.delete_chat(conversation_id, user):
+    if not await delete_chat_completely(ctx.deps.store, ctx.blobs, conversation_id, user):
         raise _not_found(conversation_id)
-    if ctx.blobs is not None:
-        await ctx.blobs.delete_prefix(chat_data_prefix(conversation_id))
     return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
 
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from agent_core.api.deps import app_context, current_user, request_now
+from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
 from agent_core.context import AppContext
 from agent_core.domain.jobs import ResponseJob
@@ -79,7 +79,9 @@ async def create_response(
 ) -> JSONResponse | StreamingResponse:
     responses = response_store(ctx)
     # Everything that answers with an HTTP status happens before a stream starts or a task is queued.
-    plan = await plan_response(ctx.deps, responses, body, user, now=request_now(request))
+    plan = await plan_response(
+        ctx.deps, responses, body, user, now=request_now(request), public_base_url=link_base(request)
+    )
     if body.background:
         record = await queue_response(plan, responses)
         if ctx.settings.in_lambda and not body.stream:

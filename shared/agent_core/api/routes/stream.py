@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
 from pydantic import Field
 
-from agent_core.api.deps import app_context, current_user, request_now
+from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.routes.history import load_snapshot
 from agent_core.api.schemas import Body
 from agent_core.context import AppContext
@@ -72,6 +72,7 @@ async def query(
         request_id=body.request_id or x_request_id,
         agent_key=body.agent_key,
         now=request_now(request),
+        public_base_url=link_base(request),
     )
     # Everything that answers with an HTTP status (404, 409, 422, 413) happens before the stream starts.
     prepared = await prepare_turn(ctx.deps, turn)

@@ -75,9 +75,9 @@ def encode_content(content: str, media_type: str) -> bytes:
     return body
 
 
-def data_link(file: str, token: str) -> str:
-    """The relative URL serving `file` with its read token."""
-    return f"{DATA_ROUTE}?{urlencode({'file': file, 't': token}, quote_via=quote, safe='/')}"
+def data_link(file: str, token: str, base_url: str = "") -> str:
+    """The URL serving `file` with its read token: under `base_url` (the API's public address), else root-relative."""
+    return f"{base_url}{DATA_ROUTE}?{urlencode({'file': file, 't': token}, quote_via=quote, safe='/')}"
 
 
 class SaveFileTool(Tool):
@@ -116,4 +116,9 @@ class SaveFileTool(Tool):
         await ctx.blobs.put(data_key(chat_id, name), body, _STORED_TYPES[args.media_type])
         file = data_file(chat_id, name)
         token = sign_data_token(ctx.settings.data_token_key(), chat_id, file, LINK_TTL_S, ctx.now.timestamp())
-        return {"file": file, "url": data_link(file, token), "mediaType": args.media_type, "size": len(body)}
+        return {
+            "file": file,
+            "url": data_link(file, token, ctx.public_base_url or ctx.settings.public_base_url.rstrip("/")),
+            "mediaType": args.media_type,
+            "size": len(body),
+        }
