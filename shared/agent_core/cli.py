@@ -50,6 +50,8 @@ def serve(host: str, port: int) -> None:
     async def lifespan(_: Any) -> AsyncIterator[None]:
         from agent_core.jobs.local_scheduler import local_schedules
 
+        # Jobs queued before the last stop (kept in the embedded database) run now.
+        await context.queue.resume()
         async with local_schedules(context.deps):
             yield
 
