@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import quote, urlencode
 
 from agent_core.store.blob import Blob, BlobInfo
-from agent_core.store.sqlite_db import SqliteDatabase
+from agent_core.store.sqlite_db import SqliteDatabase, prefix_end
 
 
 def _file_name(key: str) -> str:
@@ -81,9 +81,13 @@ class FileBlobStore:
 
     def _delete_prefix(self, prefix: str) -> None:
         with self.db.write() as connection:
-            rows = connection.execute(
-                "SELECT key, file FROM blobs WHERE key >= ? AND substr(key, 1, ?) = ?", (prefix, len(prefix), prefix)
-            ).fetchall()
+            end = prefix_end(prefix)
+            if end is None:
+                rows = connection.execute("SELECT key, file FROM blobs WHERE key >= ?", (prefix,)).fetchall()
+            else:
+                rows = connection.execute(
+                    "SELECT key, file FROM blobs WHERE key >= ? AND key < ?", (prefix, end)
+                ).fetchall()
             connection.executemany("DELETE FROM blobs WHERE key = ?", [(r[0],) for r in rows])
             for _, name in rows:
                 (self.directory / name).unlink(missing_ok=True)

@@ -46,6 +46,20 @@ def _schema() -> str:
     return ";\n".join(statements) + ";"
 
 
+def prefix_end(prefix: str) -> str | None:
+    """The least string above every string that starts with `prefix` (None: no bound), so a prefix match
+    is the range `prefix <= s < prefix_end(prefix)`: SQLite compares text as UTF-8 bytes, which orders as
+    code points do, and a range also holds for text with NUL characters, which substr() stops at."""
+    chars = list(prefix)
+    while chars:
+        last = ord(chars.pop()) + 1
+        if last == 0xD800:  # surrogates cannot be encoded: the next code point is U+E000
+            last = 0xE000
+        if last <= 0x10FFFF:
+            return "".join(chars) + chr(last)
+    return None
+
+
 class SqliteDatabase:
     """A database file: a reader connection per thread, one writer connection, writes serialised."""
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from agent_core.store.schema import INDEXES, PK, SK, TTL_ATTRIBUTE
-from agent_core.store.sqlite_db import SqliteDatabase
+from agent_core.store.sqlite_db import SqliteDatabase, prefix_end
 from agent_core.store.table import (
     Condition,
     ConditionFailed,
@@ -112,8 +112,12 @@ class SqliteTable:
         where = [f"{pk_attr} = ?", f"{sk_attr} IS NOT NULL"]
         args: list[Any] = [pk]
         if sk is not None and sk.begins_with is not None:
-            where.append(f"{sk_attr} >= ? AND substr({sk_attr}, 1, ?) = ?")
-            args.extend((sk.begins_with, len(sk.begins_with), sk.begins_with))
+            where.append(f"{sk_attr} >= ?")
+            args.append(sk.begins_with)
+            end = prefix_end(sk.begins_with)
+            if end is not None:
+                where.append(f"{sk_attr} < ?")
+                args.append(end)
         if sk is not None and sk.low is not None:
             where.append(f"{sk_attr} >= ?")
             args.append(sk.low)
