@@ -13,7 +13,6 @@ from agent_core.domain.jobs import CompactJob, Job
 from agent_core.domain.models import Chat, Message, Role, Run, RunStatus, TurnResult
 from agent_core.errors import RunInProgress
 from agent_core.jobs.inprocess import InProcessWorkQueue
-from agent_core.store import items as it
 from agent_core.store.file_blob import FileBlobStore
 from agent_core.store.memory import MemoryTable
 from agent_core.store.schema import PK, SK
@@ -173,7 +172,10 @@ async def _turns(store: TableStore, chat: Chat, worker: str, clock: list[int]) -
             id=f"{worker}-{n}-1", chat_id=chat.chat_id, role=Role.ASSISTANT, content=f"a {worker} {n}", created_at=at
         )
         done = run.model_copy(
-            update={"status": RunStatus.COMPLETED, "result": TurnResult(request_id=run.request_id, assistant_message="")}
+            update={
+                "status": RunStatus.COMPLETED,
+                "result": TurnResult(request_id=run.request_id, assistant_message=""),
+            }
         )
         await store.finish_turn(done, [answer], at)
     return TURNS_PER_WORKER
@@ -203,7 +205,9 @@ async def _check(table: Table, chats: list[Chat], workers: list[str], counts: in
     for chat in chats:
         page = await store.list_messages(chat.chat_id, chat.user_id, 1000, None)
         assert page is not None
-        expected = {(f"{w}-{n}-{r}", f"{'ua'[r]} {w} {n}") for w in workers for n in range(TURNS_PER_WORKER) for r in (0, 1)}
+        expected = {
+            (f"{w}-{n}-{r}", f"{'ua'[r]} {w} {n}") for w in workers for n in range(TURNS_PER_WORKER) for r in (0, 1)
+        }
         assert {(m.id, m.content) for m in page.items} == expected  # none lost, none torn, none duplicated
         meta = await store.get_chat(chat.chat_id, chat.user_id)
         assert meta is not None and meta.message_count == len(expected) and meta.active_run_id is None

@@ -67,11 +67,12 @@ class MemoryTable:
         if not partition:
             del self._partitions[key[0]]
         for index in INDEXES:
-            entries = self._indexes[index.name].get(item.get(index.pk))
+            index_pk = item.get(index.pk)
+            entries = self._indexes[index.name].get(index_pk) if isinstance(index_pk, str) else None
             if entries is not None:
                 entries.discard(key)
                 if not entries:
-                    del self._indexes[index.name][item[index.pk]]
+                    del self._indexes[index.name][index_pk]
 
     async def get(self, key: Key) -> Item | None:
         item = self._find((key[PK], key[SK]))

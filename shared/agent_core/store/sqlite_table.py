@@ -162,7 +162,9 @@ class SqliteTable:
 
     # ---------------------------------------------------------------- writes
 
-    def _checked(self, connection: sqlite3.Connection, key: tuple[str, str], condition: Condition | None) -> Item | None:
+    def _checked(
+        self, connection: sqlite3.Connection, key: tuple[str, str], condition: Condition | None
+    ) -> Item | None:
         """The current item, after checking the condition on it (inside the caller's write transaction)."""
         current = self._fetch(connection, key)
         if condition is not None and not condition.holds(current):
