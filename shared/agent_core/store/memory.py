@@ -68,7 +68,9 @@ class MemoryTable:
             del self._partitions[key[0]]
         for index in INDEXES:
             index_pk = item.get(index.pk)
-            entries = self._indexes[index.name].get(index_pk) if isinstance(index_pk, str) else None
+            if not isinstance(index_pk, str):
+                continue
+            entries = self._indexes[index.name].get(index_pk)
             if entries is not None:
                 entries.discard(key)
                 if not entries:
