@@ -19,7 +19,7 @@ from agent_core.store.schema import PK, SK
 from agent_core.store.sqlite_db import SqliteDatabase
 from agent_core.store.sqlite_jobs import SqliteJobJournal
 from agent_core.store.sqlite_table import SqliteTable
-from agent_core.store.table import Condition, Put, Table, TransactionFailed, Update, UpdateOp, eq, not_exists
+from agent_core.store.table import Condition, Put, SkRange, Table, TransactionFailed, Update, UpdateOp, eq, not_exists
 from agent_core.store.table_store import TableStore
 
 T0 = 1_700_000_000_000
@@ -272,3 +272,15 @@ async def test_threads_and_tasks_at_once_on_one_database_lose_nothing(sqlite_tab
     await _check(sqlite_table, chats[1:], workers, 40)
     first = await store.list_messages(chats[0].chat_id, "alice", 1000, None)
     assert first is not None and len(first.items) == 2 * TURNS_PER_WORKER * (len(workers) + 1)
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+async def test_begins_with_holds_for_any_text(backend: str, request: pytest.FixtureRequest) -> None:
+    """Prefixes with NUL, the last code point and the code point before the surrogates match exactly."""
+    table: Table = MemoryTable() if backend == "memory" else request.getfixturevalue("sqlite_table")
+    keys = ["a", "a\x00", "a\x00b", "a\x01", "a\ud7ff", "a\ud7ffz", "a\ue000", "a\U0010ffff", "a\U0010ffffz", "b"]
+    for sk in keys:
+        await table.put({PK: "P", SK: sk})
+    for prefix in ["a", "a\x00", "a\ud7ff", "a\U0010ffff", "\U0010ffff", "b"]:
+        page = await table.query("P", SkRange(begins_with=prefix))
+        assert [i[SK] for i in page.items] == sorted(k for k in keys if k.startswith(prefix)), prefix
