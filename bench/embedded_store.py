@@ -2,7 +2,7 @@
 
 Two `agent-core serve` processes (what `make run` starts; offline model, so the model costs ~nothing), one
 with AGENT_STORAGE=embedded, one with AGENT_STORAGE=memory, measured in one run with their turns
-interleaved (memory, embedded, memory, ...) so machine noise hits both alike:
+interleaved (memory, embedded, embedded, memory, ...) so machine noise hits both alike:
 
 1. 1,000 plain streamed turns each (POST /api/ap/query, 20 chats in rotation, compaction at its defaults):
    the whole turn (request sent -> last SSE event read) and the time to the first text (first
@@ -82,7 +82,8 @@ def plain_turns(urls: dict[str, tuple[str, int]], turns: int) -> dict[str, Any]:
     rss: dict[str, list[tuple[int, float]]] = {s: [(0, rss_mb(urls[s][1]))] for s in STORAGES}
     try:
         for n in range(turns):
-            for storage in STORAGES:
+            # Alternate which server goes first, so neither always follows the other's turn.
+            for storage in STORAGES if n % 2 == 0 else STORAGES[::-1]:
                 chat = chats[storage][n % CHATS] if n >= CHATS else None
                 total, ttft, chat_id = timed_turn(clients[storage], chat, f"turn {n}: how is the report going?")
                 if chat is None:
