@@ -4,15 +4,20 @@ and many turns and transactions at once from asyncio tasks and threads with noth
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 
+from agent_core.context import build_context
 from agent_core.domain.jobs import CompactJob, Job
 from agent_core.domain.models import Chat, Message, Role, Run, RunStatus, TurnResult
 from agent_core.errors import RunInProgress
 from agent_core.jobs.inprocess import InProcessWorkQueue
+from agent_core.store.embedded import close_embedded
 from agent_core.store.file_blob import FileBlobStore
 from agent_core.store.memory import MemoryTable
 from agent_core.store.schema import PK, SK
@@ -21,6 +26,7 @@ from agent_core.store.sqlite_jobs import SqliteJobJournal
 from agent_core.store.sqlite_table import SqliteTable
 from agent_core.store.table import Condition, Put, SkRange, Table, TransactionFailed, Update, UpdateOp, eq, not_exists
 from agent_core.store.table_store import TableStore
+from tests.support.fixtures import make_settings
 
 T0 = 1_700_000_000_000
 LEASE_MS = 600_000
@@ -284,3 +290,56 @@ async def test_begins_with_holds_for_any_text(backend: str, request: pytest.Fixt
     for prefix in ["a", "a\x00", "a\ud7ff", "a\U0010ffff", "\U0010ffff", "b"]:
         page = await table.query("P", SkRange(begins_with=prefix))
         assert [i[SK] for i in page.items] == sorted(k for k in keys if k.startswith(prefix)), prefix
+
+
+# ---------------------------------------------------------------- wiring and isolation
+
+
+async def test_a_reader_is_not_blocked_by_an_open_write_and_never_sees_it_uncommitted(
+    sqlite_db: SqliteDatabase, sqlite_table: SqliteTable
+) -> None:
+    with sqlite_db.read() as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    await sqlite_table.put({PK: "P", SK: "x", "v": "old"})
+    written, release = threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with sqlite_db.write() as connection:
+            connection.execute("UPDATE items SET data = ? WHERE pk = 'P'", ('{"pk": "P", "sk": "x", "v": "new"}',))
+            written.set()
+            release.wait()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    await asyncio.to_thread(written.wait)
+    # The write transaction is open (the writer holds the lock): a read still answers, with the committed value.
+    assert await sqlite_table.get({PK: "P", SK: "x"}) == {PK: "P", SK: "x", "v": "old"}
+    release.set()
+    await asyncio.to_thread(thread.join)
+    assert await sqlite_table.get({PK: "P", SK: "x"}) == {PK: "P", SK: "x", "v": "new"}
+
+
+def test_embedded_settings_wire_the_sqlite_table_files_and_journal_on_one_database(tmp_path: Path) -> None:
+    settings = make_settings(AGENT_STORAGE="embedded", AGENT_DATA_DIR=str(tmp_path / "data"))
+    first, second = build_context(settings), build_context(settings)
+    try:
+        assert isinstance(first.table, SqliteTable) and isinstance(first.blobs, FileBlobStore)
+        assert first.table is second.table  # one database (one writer lock) per directory and process
+        assert first.queue._journal is not None
+        assert (tmp_path / "data" / "agent-core.sqlite3").is_file() and (tmp_path / "data" / "files").is_dir()
+    finally:
+        close_embedded(settings)
+
+
+def test_the_default_data_dir_is_agent_core_under_the_working_directory(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_", "AWS_"))}
+    out = subprocess.run(
+        [sys.executable, "-m", "agent_core.cli", "jobs", "idle-sessions"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**env, "AGENT_LLM_PROVIDER": "offline"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / ".agent-core" / "agent-core.sqlite3").is_file()
