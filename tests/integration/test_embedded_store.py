@@ -23,7 +23,7 @@ from agent_core.store.memory import MemoryTable
 from agent_core.store.schema import PK, SK
 from agent_core.store.sqlite_db import SqliteDatabase
 from agent_core.store.sqlite_jobs import SqliteJobJournal
-from agent_core.store.sqlite_table import SqliteTable
+from agent_core.store.sqlite_table import MAX_ITEM_BYTES, ItemTooLarge, SqliteTable
 from agent_core.store.table import Condition, Put, SkRange, Table, TransactionFailed, Update, UpdateOp, eq, not_exists
 from agent_core.store.table_store import TableStore
 from tests.support.fixtures import make_settings
@@ -343,3 +343,18 @@ def test_the_default_data_dir_is_agent_core_under_the_working_directory(tmp_path
     )
     assert out.returncode == 0, out.stderr
     assert (tmp_path / ".agent-core" / "agent-core.sqlite3").is_file()
+
+
+async def test_an_item_over_the_dynamodb_limit_is_refused_and_a_transaction_writes_nothing(
+    sqlite_table: SqliteTable,
+) -> None:
+    big = "字" * (MAX_ITEM_BYTES // 3)  # 3 bytes each in UTF-8: just under the limit, with the names over it
+    with pytest.raises(ItemTooLarge):
+        await sqlite_table.put({PK: "P", SK: "big", "content": big + "xxxxxxxx"})
+    await sqlite_table.put({PK: "P", SK: "fits", "c": "字" * (MAX_ITEM_BYTES // 3 - 10)})
+    with pytest.raises(ItemTooLarge):
+        await sqlite_table.transact(
+            [Put({PK: "P", SK: "small", "v": "1"}), UpdateOp({PK: "P", SK: "fits"}, Update(set={"more": "x" * 100}))]
+        )
+    assert await sqlite_table.get({PK: "P", SK: "small"}) is None
+    assert await sqlite_table.get({PK: "P", SK: "big"}) is None

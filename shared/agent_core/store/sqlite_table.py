@@ -34,6 +34,43 @@ from agent_core.store.table import (
 
 T = TypeVar("T")
 
+# DynamoDB refuses an item over 400 KB (attribute names and values together); so does this table, so that
+# what fails in production fails locally too.
+MAX_ITEM_BYTES = 400 * 1024
+
+
+class ItemTooLarge(ValueError):
+    """An item over DynamoDB's item size limit (DynamoDB answers ValidationException)."""
+
+
+def _size(value: Any) -> int:
+    """An attribute value's size as DynamoDB counts it (numbers approximately)."""
+    if isinstance(value, str):
+        return len(value.encode())
+    if isinstance(value, bool) or value is None:
+        return 1
+    if isinstance(value, int | float):
+        return len(str(abs(value)).strip("0").replace(".", "")) // 2 + 1
+    if isinstance(value, bytes):
+        return len(value)
+    if isinstance(value, dict):
+        return 3 + sum(len(str(k).encode()) + _size(v) + 1 for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return 3 + sum(_size(v) + 1 for v in value)
+    return len(str(value).encode())
+
+
+def item_size(item: Item) -> int:
+    return sum(len(name.encode()) + _size(value) for name, value in item.items())
+
+
+def _checked_size(item: Item) -> Item:
+    size = item_size(item)
+    if size > MAX_ITEM_BYTES:
+        raise ItemTooLarge(f"item {item.get(PK)!r}/{item.get(SK)!r} is {size} bytes, over the {MAX_ITEM_BYTES} limit")
+    return item
+
+
 _COLUMNS = ["pk", "sk", "data", *(c for i in INDEXES for c in (i.pk, i.sk)), "ttl"]
 _UPSERT = f"INSERT OR REPLACE INTO items ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
 _SPECS = {i.name: i for i in INDEXES}
@@ -41,6 +78,7 @@ _SPECS = {i.name: i for i in INDEXES}
 
 def _row(item: Item) -> tuple[Any, ...]:
     """The column values of an item: its keys, its JSON, its GSI keys (only when both are strings), its TTL."""
+    _checked_size(item)
     values: list[Any] = [item[PK], item[SK], json.dumps(item, ensure_ascii=False, separators=(",", ":"))]
     for index in INDEXES:
         pk, sk = item.get(index.pk), item.get(index.sk)
