@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test lint format bench clean
+.PHONY: install run test lint format bench clean clean-data
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ bench: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# Wipe the local server's data (the embedded store): stop the server first.
+clean-data:
+	rm -rf $(or $(AGENT_DATA_DIR),.agent-core)
 
 # --- infrastructure (CDK app in infra/, see docs/infrastructure.md) ---
 # The CDK CLI is pinned to 2.x (CLI 3.x cannot read assemblies from aws-cdk-lib 2.x) and installed

@@ -10,6 +10,7 @@ from typing import Any
 from bench import (
     cold_import,
     ddb_calls,
+    embedded_store,
     jobs_scale,
     memory_recall,
     orchestration,
@@ -74,7 +75,43 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
                 f"{_yes(c['ratio_top_level'] <= 1.2)} / {_yes(c['ratio_full_graph'] <= 1.2)}",
             )
         )
+    rows.extend(embedded_rows(results["embedded_store"]))
     return rows
+
+
+def embedded_rows(emb: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """The embedded (SQLite) local server against the in-memory one, same HTTP path, one run."""
+    plain, met = emb["plain"], emb["meets_target"]
+    m, e = plain["memory"], plain["embedded"]
+    load = emb["load_before_restart"]["embedded"], emb["load_after_restart"]["embedded"]
+    return [
+        (
+            "local server, plain streamed turn p50: embedded vs memory",
+            f"{e['turn_p50_ms']} vs {m['turn_p50_ms']} ms (x{plain['turn_ratio']}); first text "
+            f"{e['first_text_p50_ms']} vs {m['first_text_p50_ms']} ms (x{plain['first_text_ratio']})",
+            "<= x1.5",
+            f"{_yes(met['turn_ratio<=1.5'])} / {_yes(met['first_text_ratio<=1.5'])}",
+        ),
+        (
+            f"local server RSS after {e['turns']} turns, embedded",
+            f"{e['rss_mb'][-1][1]} MB; +{plain['embedded_rss_growth_200_to_end_mb']} MB from turn 200",
+            "< 250 MB, flat",
+            f"{_yes(met['rss<250MB'])} / {_yes(met['rss_flat_200_to_end(<25MB)'])}",
+        ),
+        (
+            "50 chats x 3 turns at once, embedded, before / after a restart",
+            " / ".join(f"{x['errors']} errors, {x['lost']} lost, {x['duplicated']} duplicated" for x in load),
+            "0 / 0 / 0",
+            _yes(met["load_0_errors_lost_duplicated"]),
+        ),
+        (
+            "restart: chats and messages read back, embedded",
+            f"{emb['restart']['embedded']['chats_after']} chats, {emb['restart']['embedded']['messages_after']} "
+            "messages, identical",
+            "everything",
+            _yes(met["restart_keeps_everything"]),
+        ),
+    ]
 
 
 def run() -> dict[str, Any]:
@@ -91,6 +128,7 @@ def run() -> dict[str, Any]:
         ("memory_recall", memory_recall),
         ("responses_encoder", responses_encoder),
         ("jobs_scale", jobs_scale),
+        ("embedded_store", embedded_store),
     ):
         print(f"\n## {name}\n")
         results[name] = module.run()

@@ -8,4 +8,6 @@ from tests.support.fixtures import (  # noqa: F401
     ctx,
     moto_table,
     openai_stub,
+    sqlite_db,
+    sqlite_table,
 )

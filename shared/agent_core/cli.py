@@ -11,6 +11,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
 from typing import Any, NoReturn, TextIO
 from zoneinfo import ZoneInfo
 
@@ -20,6 +21,8 @@ from agent_core.config import Settings, get_settings
 def _banner(settings: Settings, host: str, port: int) -> str:
     base = f"http://{host}:{port}"
     llm, storage = settings.effective_llm_provider, settings.effective_storage
+    if storage == "embedded":
+        storage += f" in {Path(settings.data_dir).resolve()}"
     return (
         f"agent-core listening on {base}  (storage: {storage}, llm: {llm}, model: {settings.model})\n"
         f"Try:\n"
@@ -50,6 +53,8 @@ def serve(host: str, port: int) -> None:
     async def lifespan(_: Any) -> AsyncIterator[None]:
         from agent_core.jobs.local_scheduler import local_schedules
 
+        # Jobs queued before the last stop (kept in the embedded database) run now.
+        await context.queue.resume()
         async with local_schedules(context.deps):
             yield
 

@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     table_name: str = Field("agent-core-local", alias="AGENT_TABLE_NAME")
     data_bucket: str = Field("agent-core-local-data", alias="AGENT_DATA_BUCKET")
     work_queue_url: str = Field("", alias="AGENT_WORK_QUEUE_URL")
+    # Embedded storage (the local server): the SQLite database and data files live in this directory.
+    data_dir: str = Field(".agent-core", alias="AGENT_DATA_DIR")
 
     model: str = Field("gpt-4.1-mini", alias="AGENT_MODEL")
     llm_provider: Literal["openai", "azure", "offline", ""] = Field("", alias="AGENT_LLM_PROVIDER")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from agent_core.config import Settings
 from agent_core.domain.jobs import ResponseJob, WorkQueue
 from agent_core.jobs.handlers import JobHandlers
-from agent_core.jobs.inprocess import InProcessWorkQueue
+from agent_core.jobs.inprocess import InProcessWorkQueue, JobJournal
 from agent_core.llm.base import LlmClient
 from agent_core.runtime.agents import catalog
 from agent_core.runtime.deps import RunDeps
@@ -39,17 +39,16 @@ class AppContext:
 
 
 def build_table(settings: Settings) -> Table:
-    """The table for the configured storage: in-memory, embedded moto, or real AWS."""
+    """The table for the configured storage: in-memory, embedded SQLite, or real AWS."""
     storage = settings.effective_storage
     if storage == "memory":
         return MemoryTable()
+    if storage == "embedded":
+        from agent_core.store.embedded import open_embedded
+
+        return open_embedded(settings).table
     from agent_core.store.dynamodb import DynamoTable
 
-    if storage == "embedded":
-        from agent_core.store.embedded import ensure_resources, start_embedded_aws
-
-        start_embedded_aws()
-        ensure_resources(settings, boto_client(settings, "dynamodb"), boto_client(settings, "s3"))
     return DynamoTable(settings.table_name, lambda: boto_client(settings, "dynamodb"))
 
 
@@ -59,9 +58,14 @@ def build_registry(settings: Settings) -> ToolRegistry:
 
 
 def build_blobs(settings: Settings) -> BlobStore:
-    """S3 for embedded (moto) and aws storage; in-memory otherwise."""
-    if settings.effective_storage == "memory":
+    """S3 for aws storage, files beside the database for embedded, in-memory otherwise."""
+    storage = settings.effective_storage
+    if storage == "memory":
         return MemoryBlobStore()
+    if storage == "embedded":
+        from agent_core.store.embedded import open_embedded
+
+        return open_embedded(settings).blobs
     from agent_core.store.s3 import S3BlobStore, make_s3_client
 
     return S3BlobStore(settings.data_bucket, lambda: make_s3_client(settings))
@@ -98,6 +102,12 @@ def build_context(
     blobs: BlobStore | None = None,
 ) -> AppContext:
     """Wire everything; tests pass their own table, LLM, audit sink or blob store."""
+    journal: JobJournal | None = None
+    if table is None and settings.effective_storage == "embedded":
+        from agent_core.store.embedded import open_embedded
+
+        # Queued jobs are kept in the same database, so a restart does not lose them.
+        journal = open_embedded(settings).jobs
     table = table if table is not None else build_table(settings)
     if blobs is None:
         blobs = MemoryBlobStore() if isinstance(table, MemoryTable) else build_blobs(settings)
@@ -105,7 +115,7 @@ def build_context(
     registry = build_registry(settings)
     llm = llm if llm is not None else build_llm(settings, registry)
     handlers: list[JobHandlers] = []
-    queue = InProcessWorkQueue(lambda job: handlers[0].handle(job))
+    queue = InProcessWorkQueue(lambda job: handlers[0].handle(job), journal)
     work_queue: WorkQueue = queue
     if settings.in_lambda and settings.work_queue_url:
         from agent_core.jobs.sqs import SqsWorkQueue

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -407,13 +408,13 @@ def _clean_env(**overrides: str) -> dict[str, str]:
     return env | overrides
 
 
-def test_cli_jobs_idle_sessions_runs_the_real_pass_on_embedded_storage() -> None:
+def test_cli_jobs_idle_sessions_runs_the_real_pass_on_embedded_storage(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "agent_core.cli", "jobs", "idle-sessions"],
         capture_output=True,
         text=True,
         timeout=120,
-        env=_clean_env(AGENT_STORAGE="embedded", AGENT_LLM_PROVIDER="offline"),
+        env=_clean_env(AGENT_STORAGE="embedded", AGENT_LLM_PROVIDER="offline", AGENT_DATA_DIR=str(tmp_path)),
     )
     assert out.returncode == 0, out.stderr
     (line,) = out.stdout.strip().splitlines()  # the logs go to standard error
@@ -422,7 +423,7 @@ def test_cli_jobs_idle_sessions_runs_the_real_pass_on_embedded_storage() -> None
     assert {"scanned", "enqueued", "skipped", "details"} <= report["report"].keys()
 
 
-# A pass that enqueues a CompactJob, which then really runs (offline model) against the embedded moto
+# A pass that enqueues a CompactJob, which then really runs (offline model) against the embedded SQLite
 # table: the command waits for it and counts it.
 _CLI_WITH_FAKE_PASS = """
 import sys
@@ -439,13 +440,13 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def test_cli_jobs_waits_for_the_work_the_pass_enqueued() -> None:
+def test_cli_jobs_waits_for_the_work_the_pass_enqueued(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-c", _CLI_WITH_FAKE_PASS, "jobs", "idle-sessions", "--now", "2026-01-08T16:30:00Z"],
         capture_output=True,
         text=True,
         timeout=120,
-        env=_clean_env(AGENT_STORAGE="embedded", AGENT_LLM_PROVIDER="offline"),
+        env=_clean_env(AGENT_STORAGE="embedded", AGENT_LLM_PROVIDER="offline", AGENT_DATA_DIR=str(tmp_path)),
     )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()

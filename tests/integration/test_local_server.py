@@ -1,4 +1,4 @@
-"""`agent-core serve` started as a subprocess (embedded moto storage, offline model) and called over HTTP."""
+"""`agent-core serve` started as a subprocess (embedded SQLite storage, offline model) and called over HTTP."""
 
 from __future__ import annotations
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from agent_core.api import routes
 from agent_core.api.app import build_app
@@ -16,6 +19,9 @@ from agent_core.domain.models import DailySummary, Kind
 from agent_core.jobs.scheduled import run_daily_summary, run_idle_sessions
 from agent_core.llm.base import LlmRequest
 from agent_core.store.memory import MemoryTable
+from agent_core.store.sqlite_db import SqliteDatabase
+from agent_core.store.sqlite_table import SqliteTable
+from agent_core.store.table import Table
 from tests.support.fake_llm import Reply, ScriptedLlm
 from tests.support.fixtures import make_settings
 from tests.support.sse import events_in
@@ -44,9 +50,28 @@ class JsonLlm(ScriptedLlm):
         yield LlmDelta(finish_reason="stop")
 
 
+_new_table: list[Callable[[], Table]] = [MemoryTable]
+
+
+@pytest.fixture(autouse=True, params=["memory", "sqlite"])
+def _each_table(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[None]:
+    """Every test here runs on the in-memory table and on the embedded SQLite table (the local server's)."""
+    if request.param == "memory":
+        yield
+        return
+    db = SqliteDatabase(tmp_path / "agent-core.sqlite3")
+    _new_table[0] = lambda: SqliteTable(db)
+    yield
+    _new_table[0] = MemoryTable
+    db.close()
+
+
 def _context(llm: Any, **settings: Any) -> AppContext:
     return build_context(
-        make_settings(AGENT_ALLOW_CLOCK_OVERRIDE="true", **settings), table=MemoryTable(), llm=llm, audit=lambda _: None
+        make_settings(AGENT_ALLOW_CLOCK_OVERRIDE="true", **settings),
+        table=_new_table[0](),
+        llm=llm,
+        audit=lambda _: None,
     )
 
 

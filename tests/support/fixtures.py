@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,8 @@ from agent_core.context import AppContext, build_context
 from agent_core.store.dynamodb import DynamoTable
 from agent_core.store.embedded import ensure_resources
 from agent_core.store.memory import MemoryTable
+from agent_core.store.sqlite_db import SqliteDatabase
+from agent_core.store.sqlite_table import SqliteTable
 from agent_core.store.table import Table
 from tests.support.openai_stub import OpenAiStub
 
@@ -59,12 +62,26 @@ def moto_table(aws_env: None) -> DynamoTable:
     return DynamoTable(settings.table_name, lambda: client)
 
 
-@pytest.fixture(params=["memory", "moto"])
+@pytest.fixture
+def sqlite_db(tmp_path: Path) -> Iterator[SqliteDatabase]:
+    """A fresh embedded database file, closed after the test."""
+    db = SqliteDatabase(tmp_path / "store" / "agent-core.sqlite3")
+    yield db
+    db.close()
+
+
+@pytest.fixture
+def sqlite_table(sqlite_db: SqliteDatabase) -> SqliteTable:
+    """The embedded store's table on a fresh database file."""
+    return SqliteTable(sqlite_db)
+
+
+@pytest.fixture(params=["memory", "moto", "sqlite"])
 def any_table(request: pytest.FixtureRequest) -> Table:
-    """Each test using this runs on the in-memory table and on moto: one behaviour for both."""
+    """Each test using this runs on the in-memory table, on moto and on SQLite: one behaviour for all."""
     if request.param == "memory":
         return MemoryTable()
-    table: Table = request.getfixturevalue("moto_table")
+    table: Table = request.getfixturevalue("moto_table" if request.param == "moto" else "sqlite_table")
     return table
 
 
@@ -88,12 +105,17 @@ def s3_blob_store(settings: Settings) -> Any:
     return S3BlobStore(settings.data_bucket, lambda: client)
 
 
-@pytest.fixture(params=["memory", "s3"])
+@pytest.fixture(params=["memory", "s3", "files"])
 def any_blobs(request: pytest.FixtureRequest) -> Any:
-    """Each test using this runs on the in-memory blob store and on S3 over moto: one behaviour for both."""
+    """Each test using this runs on the in-memory blob store, on S3 over moto and on the embedded file
+    store: one behaviour for all."""
+    from agent_core.store.file_blob import FileBlobStore
     from agent_core.store.memory_blob import MemoryBlobStore
 
     if request.param == "memory":
         return MemoryBlobStore()
+    if request.param == "files":
+        db: SqliteDatabase = request.getfixturevalue("sqlite_db")
+        return FileBlobStore(db, db.path.parent / "files")
     request.getfixturevalue("aws_env")
     return s3_blob_store(make_settings())

@@ -1,4 +1,4 @@
-"""`agent-core serve` as a subprocess: the same command `make run` starts (embedded moto, offline model)."""
+"""`agent-core serve` as a subprocess: the same command `make run` starts (embedded SQLite, offline model)."""
 
 from __future__ import annotations
 
@@ -6,15 +6,25 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from tests.support.server import free_port
 
 
 @contextmanager
 def local_server(**env_overrides: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """Start the server; its data lives in a fresh temporary directory unless AGENT_DATA_DIR is given
+    (pass the same one to two servers in turn to test a restart)."""
+    with ExitStack() as stack:
+        if "AGENT_DATA_DIR" not in env_overrides:
+            env_overrides["AGENT_DATA_DIR"] = stack.enter_context(tempfile.TemporaryDirectory(prefix="agent-core-"))
+        yield from _serve(env_overrides)
+
+
+def _serve(env_overrides: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_", "AWS_"))}
     env.update(env_overrides)

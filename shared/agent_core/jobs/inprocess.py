@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from agent_core.domain.jobs import Job
 from agent_core.jobs.job_run import stamped, traced
@@ -12,18 +14,38 @@ from agent_core.observability import logger
 JobHandler = Callable[[Job], Awaitable[object]]
 
 
-class InProcessWorkQueue:
-    """Runs each job as a task; `join()` waits for every job enqueued so far."""
+class JobJournal(Protocol):
+    """Where the queue keeps each job until it has run (the embedded database locally)."""
 
-    def __init__(self, handler: JobHandler) -> None:
+    async def add(self, job: Job, delay_s: float = 0) -> int: ...
+
+    async def done(self, entry: int) -> None: ...
+
+    async def pending(self) -> list[tuple[int, Job, float]]: ...
+
+
+class InProcessWorkQueue:
+    """Runs each job as a task; `join()` waits for every job enqueued so far.
+
+    With a journal, a job is recorded before its task starts and removed once it has run (succeeded or
+    failed: a failure is logged, as before); a job interrupted by a stop or a crash stays recorded and
+    `resume()` runs it again at the next start (jobs are idempotent).
+    """
+
+    def __init__(self, handler: JobHandler, journal: JobJournal | None = None) -> None:
         self._handler = handler
+        self._journal = journal
         self._tasks: set[asyncio.Task[None]] = set()
         self.completed = 0
         self.failed = 0
 
     async def enqueue(self, job: Job, delay_s: int = 0) -> None:
         job = stamped(job)
-        task = asyncio.create_task(self._run(job, delay_s), name=f"job-{job.kind}")
+        entry = await self._journal.add(job, delay_s) if self._journal is not None else None
+        self._start(job, delay_s, entry)
+
+    def _start(self, job: Job, delay_s: float, entry: int | None) -> None:
+        task = asyncio.create_task(self._run(job, delay_s, entry), name=f"job-{job.kind}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -31,7 +53,19 @@ class InProcessWorkQueue:
         for job in jobs:
             await self.enqueue(job)
 
-    async def _run(self, job: Job, delay_s: int = 0) -> None:
+    async def resume(self) -> int:
+        """Start every journalled job that has not run yet (at its due time); returns how many."""
+        if self._journal is None:
+            return 0
+        pending = await self._journal.pending()
+        now = time.time()
+        for entry, job, due_at in pending:
+            self._start(job, max(0.0, due_at - now), entry)
+        if pending:
+            logger.info("resumed queued jobs", extra={"jobs": len(pending)})
+        return len(pending)
+
+    async def _run(self, job: Job, delay_s: float = 0, entry: int | None = None) -> None:
         if delay_s:
             await asyncio.sleep(delay_s)
         try:
@@ -44,6 +78,9 @@ class InProcessWorkQueue:
         except Exception:
             self.failed += 1
             logger.exception("job failed", extra={"job": job.model_dump()})
+        # Not in a `finally`: a job cancelled by a stop stays journalled and runs at the next start.
+        if entry is not None and self._journal is not None:
+            await self._journal.done(entry)
 
     async def join(self) -> None:
         while self._tasks:

@@ -1,31 +1,63 @@
-"""Embedded storage for local runs: moto in-process, the table and bucket created at start."""
+"""Embedded storage for local runs: one SQLite database and a directory of data files under AGENT_DATA_DIR.
+
+`agent-core serve` (and `make run`) keep chats, runs, summaries, profiles, data files and queued jobs here,
+so they survive a restart; production uses DynamoDB and S3 (AGENT_STORAGE=aws). `ensure_resources` creates
+the DynamoDB table and S3 bucket on moto (tests) or a fresh account.
+"""
 
 from __future__ import annotations
 
-import logging
 import threading
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agent_core.config import Settings
+from agent_core.store.file_blob import FileBlobStore
 from agent_core.store.schema import TTL_ATTRIBUTE, create_table_kwargs
+from agent_core.store.sqlite_db import SqliteDatabase
+from agent_core.store.sqlite_jobs import SqliteJobJournal
+from agent_core.store.sqlite_table import SqliteTable
+
+DATABASE_FILE = "agent-core.sqlite3"
+FILES_DIR = "files"
+
+
+@dataclass
+class EmbeddedStorage:
+    db: SqliteDatabase
+    table: SqliteTable
+    blobs: FileBlobStore
+    jobs: SqliteJobJournal
+
 
 _lock = threading.Lock()
-_mock: Any = None
+_open: dict[Path, EmbeddedStorage] = {}
 
 
-def start_embedded_aws() -> None:
-    """Start moto's in-process AWS once per process (installed by `make install`, not in the layer)."""
-    global _mock
+def open_embedded(settings: Settings) -> EmbeddedStorage:
+    """The embedded storage in `settings.data_dir`, opened once per process (one writer lock per file).
+
+    Opening deletes items whose TTL has passed, as DynamoDB does in the background."""
+    directory = Path(settings.data_dir).expanduser().resolve()
     with _lock:
-        if _mock is not None:
-            return
-        try:
-            from moto import mock_aws
-        except ImportError as exc:  # pragma: no cover - the message is the point
-            raise RuntimeError("embedded storage needs moto: run `make install`, or set AGENT_STORAGE=aws") from exc
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        _mock = mock_aws()
-        _mock.start()
+        storage = _open.get(directory)
+        if storage is None:
+            db = SqliteDatabase(directory / DATABASE_FILE)
+            table = SqliteTable(db)
+            table.sweep_expired()
+            storage = EmbeddedStorage(db, table, FileBlobStore(db, directory / FILES_DIR), SqliteJobJournal(db))
+            _open[directory] = storage
+        return storage
+
+
+def close_embedded(settings: Settings) -> None:
+    """Close the storage of `settings.data_dir` if this process opened it."""
+    directory = Path(settings.data_dir).expanduser().resolve()
+    with _lock:
+        storage = _open.pop(directory, None)
+    if storage is not None:
+        storage.db.close()
 
 
 def ensure_resources(settings: Settings, dynamodb: Any, s3: Any) -> None:

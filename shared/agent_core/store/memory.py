@@ -35,20 +35,53 @@ def _sk_matches(sk: str, rng: SkRange | None) -> bool:
 
 
 class MemoryTable:
-    """A dict of partitions; every operation completes without awaiting, so it is atomic."""
+    """Partitions of items, and each GSI's keys; every operation completes without awaiting, so it is atomic.
+
+    A query reads one partition (or one GSI key's entries) and copies only the items it returns.
+    """
 
     def __init__(self) -> None:
-        self._items: dict[tuple[str, str], Item] = {}
+        self._partitions: dict[str, dict[str, Item]] = {}
+        # index name -> GSI partition key -> the base keys of the items holding both of the index's keys
+        self._indexes: dict[str, dict[str, set[tuple[str, str]]]] = {i.name: {} for i in INDEXES}
 
     def item_count(self) -> int:
-        return len(self._items)
+        return sum(len(p) for p in self._partitions.values())
+
+    def _find(self, key: tuple[str, str]) -> Item | None:
+        partition = self._partitions.get(key[0])
+        return partition.get(key[1]) if partition is not None else None
+
+    def _store(self, key: tuple[str, str], item: Item) -> None:
+        self._drop(key)
+        self._partitions.setdefault(key[0], {})[key[1]] = item
+        for index in INDEXES:
+            if isinstance(item.get(index.pk), str) and isinstance(item.get(index.sk), str):
+                self._indexes[index.name].setdefault(item[index.pk], set()).add(key)
+
+    def _drop(self, key: tuple[str, str]) -> None:
+        partition = self._partitions.get(key[0])
+        item = partition.pop(key[1], None) if partition is not None else None
+        if item is None:
+            return
+        if not partition:
+            del self._partitions[key[0]]
+        for index in INDEXES:
+            index_pk = item.get(index.pk)
+            if not isinstance(index_pk, str):
+                continue
+            entries = self._indexes[index.name].get(index_pk)
+            if entries is not None:
+                entries.discard(key)
+                if not entries:
+                    del self._indexes[index.name][index_pk]
 
     async def get(self, key: Key) -> Item | None:
-        item = self._items.get((key[PK], key[SK]))
+        item = self._find((key[PK], key[SK]))
         return copy.deepcopy(item) if item is not None else None
 
     async def batch_get(self, keys: list[Key]) -> list[Item]:
-        found = [self._items.get((k[PK], k[SK])) for k in keys]
+        found = [self._find((k[PK], k[SK])) for k in keys]
         return [copy.deepcopy(i) for i in found if i is not None]
 
     async def query(
@@ -65,9 +98,11 @@ class MemoryTable:
         if index is not None:
             spec = next(i for i in INDEXES if i.name == index)
             pk_attr, sk_attr = spec.pk, spec.sk
-        rows = [
-            i for i in self._items.values() if i.get(pk_attr) == pk and sk_attr in i and _sk_matches(i[sk_attr], sk)
-        ]
+            keys = self._indexes[index].get(pk, set())
+            candidates = [item for item in (self._find(k) for k in keys) if item is not None]
+        else:
+            candidates = list(self._partitions.get(pk, {}).values())
+        rows = [i for i in candidates if sk_attr in i and _sk_matches(i[sk_attr], sk)]
         rows.sort(key=lambda i: (i[sk_attr], i[PK], i[SK]), reverse=not forward)
         if start_key is not None:
             marker = (start_key[sk_attr], start_key[PK], start_key[SK])
@@ -84,27 +119,27 @@ class MemoryTable:
         return QueryPage(items=[copy.deepcopy(r) for r in rows], last_key=last_key)
 
     def _check(self, key: tuple[str, str], condition: Condition | None) -> bool:
-        return condition is None or condition.holds(self._items.get(key))
+        return condition is None or condition.holds(self._find(key))
 
     async def put(self, item: Item, condition: Condition | None = None) -> None:
         key = (item[PK], item[SK])
         if not self._check(key, condition):
             raise ConditionFailed(str(key))
-        self._items[key] = copy.deepcopy(item)
+        self._store(key, copy.deepcopy(item))
 
     async def update(self, key: Key, update: Update, condition: Condition | None = None) -> Item:
         k = (key[PK], key[SK])
         if not self._check(k, condition):
             raise ConditionFailed(str(k))
-        item = update.apply(self._items.get(k) or dict(key))
-        self._items[k] = item
+        item = update.apply(self._find(k) or dict(key))
+        self._store(k, item)
         return copy.deepcopy(item)
 
     async def delete(self, key: Key, condition: Condition | None = None) -> None:
         k = (key[PK], key[SK])
         if not self._check(k, condition):
             raise ConditionFailed(str(k))
-        self._items.pop(k, None)
+        self._drop(k)
 
     async def transact(self, ops: list[WriteOp]) -> None:
         reasons: list[str | None] = []
@@ -115,13 +150,13 @@ class MemoryTable:
             raise TransactionFailed(reasons)
         for op in ops:
             if isinstance(op, Put):
-                self._items[(op.item[PK], op.item[SK])] = copy.deepcopy(op.item)
+                self._store((op.item[PK], op.item[SK]), copy.deepcopy(op.item))
             elif isinstance(op, UpdateOp):
                 k = (op.key[PK], op.key[SK])
-                self._items[k] = op.update.apply(self._items.get(k) or dict(op.key))
+                self._store(k, op.update.apply(self._find(k) or dict(op.key)))
             elif isinstance(op, Delete):
-                self._items.pop((op.key[PK], op.key[SK]), None)
+                self._drop((op.key[PK], op.key[SK]))
 
     async def batch_delete(self, keys: list[Key]) -> None:
         for k in keys:
-            self._items.pop((k[PK], k[SK]), None)
+            self._drop((k[PK], k[SK]))

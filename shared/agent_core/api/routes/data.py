@@ -94,7 +94,7 @@ async def get_data(
         raise _not_found()
     attachment = (download or "").strip().lower() in _TRUE
     filename = name.rsplit("/", 1)[-1]
-    # Embedded storage (moto in-process) has no URL a browser can reach: serve it directly.
+    # Embedded storage (files on this machine) has no URL a browser can reach: serve it directly.
     if info.size > INLINE_MAX_BYTES and settings.effective_storage != "embedded":
         url = await blobs.presign_get(key, PRESIGN_TTL_S, download_name=filename if attachment else None)
         return RedirectResponse(url, status_code=302, headers={"Cache-Control": "no-store"})

@@ -1,0 +1,276 @@
+"""SQLite table: the Table port on a local database file (the embedded store of `agent-core serve`).
+
+Semantics are the in-memory table's (and DynamoDB's): conditions are checked inside the same write
+transaction as the write; a transaction is all or nothing and reports one cancellation reason per op;
+queries read one partition (or one GSI key) in sort-key order, with limits and exclusive start keys.
+Items are stored as JSON; attributes whose value is None are not stored (as the DynamoDB adapter drops them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from agent_core.store.schema import INDEXES, PK, SK, TTL_ATTRIBUTE
+from agent_core.store.sqlite_db import SqliteDatabase, prefix_end
+from agent_core.store.table import (
+    Condition,
+    ConditionFailed,
+    Delete,
+    Item,
+    Key,
+    Put,
+    QueryPage,
+    SkRange,
+    TransactionFailed,
+    Update,
+    UpdateOp,
+    WriteOp,
+)
+
+T = TypeVar("T")
+
+# DynamoDB refuses an item over 400 KB (attribute names and values together); so does this table, so that
+# what fails in production fails locally too.
+MAX_ITEM_BYTES = 400 * 1024
+
+
+class ItemTooLarge(ValueError):
+    """An item over DynamoDB's item size limit (DynamoDB answers ValidationException)."""
+
+
+def _size(value: Any) -> int:
+    """An attribute value's size as DynamoDB counts it (numbers approximately)."""
+    if isinstance(value, str):
+        return len(value.encode())
+    if isinstance(value, bool) or value is None:
+        return 1
+    if isinstance(value, int | float):
+        return len(str(abs(value)).strip("0").replace(".", "")) // 2 + 1
+    if isinstance(value, bytes):
+        return len(value)
+    if isinstance(value, dict):
+        return 3 + sum(len(str(k).encode()) + _size(v) + 1 for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return 3 + sum(_size(v) + 1 for v in value)
+    return len(str(value).encode())
+
+
+def item_size(item: Item) -> int:
+    return sum(len(name.encode()) + _size(value) for name, value in item.items())
+
+
+def _checked_size(item: Item) -> Item:
+    size = item_size(item)
+    if size > MAX_ITEM_BYTES:
+        raise ItemTooLarge(f"item {item.get(PK)!r}/{item.get(SK)!r} is {size} bytes, over the {MAX_ITEM_BYTES} limit")
+    return item
+
+
+_COLUMNS = ["pk", "sk", "data", *(c for i in INDEXES for c in (i.pk, i.sk)), "ttl"]
+_UPSERT = f"INSERT OR REPLACE INTO items ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
+_SPECS = {i.name: i for i in INDEXES}
+
+
+def _row(item: Item) -> tuple[Any, ...]:
+    """The column values of an item: its keys, its JSON, its GSI keys (only when both are strings), its TTL."""
+    _checked_size(item)
+    values: list[Any] = [item[PK], item[SK], json.dumps(item, ensure_ascii=False, separators=(",", ":"))]
+    for index in INDEXES:
+        pk, sk = item.get(index.pk), item.get(index.sk)
+        indexed = isinstance(pk, str) and isinstance(sk, str)
+        values.extend((pk, sk) if indexed else (None, None))
+    ttl = item.get(TTL_ATTRIBUTE)
+    values.append(ttl if isinstance(ttl, int) and not isinstance(ttl, bool) else None)
+    return tuple(values)
+
+
+def _stored(item: Item) -> Item:
+    return {k: v for k, v in item.items() if v is not None}
+
+
+def _load(data: str) -> Item:
+    item: Item = json.loads(data)
+    return item
+
+
+def _key_of(op: WriteOp) -> tuple[str, str]:
+    return (op.item[PK], op.item[SK]) if isinstance(op, Put) else (op.key[PK], op.key[SK])
+
+
+class SqliteTable:
+    """The Table port on one SQLite database (see `SqliteDatabase` for the concurrency model)."""
+
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    @staticmethod
+    async def _run(fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.to_thread(fn, *args)
+
+    # ---------------------------------------------------------------- reads
+
+    @staticmethod
+    def _fetch(connection: sqlite3.Connection, key: tuple[str, str]) -> Item | None:
+        row = connection.execute("SELECT data FROM items WHERE pk = ? AND sk = ?", key).fetchone()
+        return _load(row[0]) if row else None
+
+    def _get(self, key: Key) -> Item | None:
+        with self.db.read() as connection:
+            return self._fetch(connection, (key[PK], key[SK]))
+
+    async def get(self, key: Key) -> Item | None:
+        return await self._run(self._get, key)
+
+    def _batch_get(self, keys: list[Key]) -> list[Item]:
+        with self.db.read() as connection:
+            found = [self._fetch(connection, (k[PK], k[SK])) for k in keys]
+        return [i for i in found if i is not None]
+
+    async def batch_get(self, keys: list[Key]) -> list[Item]:
+        return await self._run(self._batch_get, keys) if keys else []
+
+    def _query(
+        self,
+        pk: str,
+        sk: SkRange | None,
+        index: str | None,
+        forward: bool,
+        limit: int | None,
+        start_key: Item | None,
+    ) -> QueryPage:
+        pk_attr, sk_attr = PK, SK
+        if index is not None:
+            spec = _SPECS[index]  # column names come from the schema only, never from input
+            pk_attr, sk_attr = spec.pk, spec.sk
+        where = [f"{pk_attr} = ?", f"{sk_attr} IS NOT NULL"]
+        args: list[Any] = [pk]
+        if sk is not None and sk.begins_with is not None:
+            where.append(f"{sk_attr} >= ?")
+            args.append(sk.begins_with)
+            end = prefix_end(sk.begins_with)
+            if end is not None:
+                where.append(f"{sk_attr} < ?")
+                args.append(end)
+        if sk is not None and sk.low is not None:
+            where.append(f"{sk_attr} >= ?")
+            args.append(sk.low)
+        if sk is not None and sk.high is not None:
+            where.append(f"{sk_attr} <= ?")
+            args.append(sk.high)
+        # Ties on a GSI sort key are ordered by the base key, so a start key resumes exactly after its item.
+        order = f"{sk_attr}, pk, sk" if index is not None else "sk"
+        if start_key is not None:
+            if index is not None:
+                where.append(f"({sk_attr}, pk, sk) {'>' if forward else '<'} (?, ?, ?)")
+                args.extend((start_key[sk_attr], start_key[PK], start_key[SK]))
+            else:
+                where.append(f"sk {'>' if forward else '<'} ?")
+                args.append(start_key[SK])
+        direction = "ASC" if forward else "DESC"
+        sql = f"SELECT data FROM items WHERE {' AND '.join(where)} ORDER BY "
+        sql += ", ".join(f"{column} {direction}" for column in order.split(", "))
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(limit + 1)  # one more tells whether a next page exists
+        with self.db.read() as connection:
+            rows = [_load(r[0]) for r in connection.execute(sql, args)]
+        last_key: Item | None = None
+        if limit is not None and len(rows) > limit:
+            rows = rows[:limit]
+            tail = rows[-1]
+            last_key = {PK: tail[PK], SK: tail[SK], sk_attr: tail[sk_attr], pk_attr: tail[pk_attr]}
+        return QueryPage(items=rows, last_key=last_key)
+
+    async def query(
+        self,
+        pk: str,
+        sk: SkRange | None = None,
+        *,
+        index: str | None = None,
+        forward: bool = True,
+        limit: int | None = None,
+        start_key: Item | None = None,
+    ) -> QueryPage:
+        return await self._run(self._query, pk, sk, index, forward, limit, start_key)
+
+    # ---------------------------------------------------------------- writes
+
+    def _checked(
+        self, connection: sqlite3.Connection, key: tuple[str, str], condition: Condition | None
+    ) -> Item | None:
+        """The current item, after checking the condition on it (inside the caller's write transaction)."""
+        current = self._fetch(connection, key)
+        if condition is not None and not condition.holds(current):
+            raise ConditionFailed(str(key))
+        return current
+
+    def _put(self, item: Item, condition: Condition | None) -> None:
+        with self.db.write() as connection:
+            self._checked(connection, (item[PK], item[SK]), condition)
+            connection.execute(_UPSERT, _row(_stored(item)))
+
+    async def put(self, item: Item, condition: Condition | None = None) -> None:
+        await self._run(self._put, item, condition)
+
+    def _update(self, key: Key, update: Update, condition: Condition | None) -> Item:
+        with self.db.write() as connection:
+            current = self._checked(connection, (key[PK], key[SK]), condition)
+            item = update.apply(current or dict(key))
+            connection.execute(_UPSERT, _row(item))
+        return item
+
+    async def update(self, key: Key, update: Update, condition: Condition | None = None) -> Item:
+        return await self._run(self._update, key, update, condition)
+
+    def _delete(self, key: Key, condition: Condition | None) -> None:
+        with self.db.write() as connection:
+            self._checked(connection, (key[PK], key[SK]), condition)
+            connection.execute("DELETE FROM items WHERE pk = ? AND sk = ?", (key[PK], key[SK]))
+
+    async def delete(self, key: Key, condition: Condition | None = None) -> None:
+        await self._run(self._delete, key, condition)
+
+    def _transact(self, ops: list[WriteOp]) -> None:
+        with self.db.write() as connection:
+            # Every condition is checked against the state before the transaction, as DynamoDB does.
+            reasons: list[str | None] = []
+            for op in ops:
+                current = self._fetch(connection, _key_of(op))
+                holds = op.condition is None or op.condition.holds(current)
+                reasons.append(None if holds else "ConditionalCheckFailed")
+            if any(reasons):
+                raise TransactionFailed(reasons)  # rolls back: nothing was written
+            for op in ops:
+                if isinstance(op, Put):
+                    connection.execute(_UPSERT, _row(_stored(op.item)))
+                elif isinstance(op, UpdateOp):
+                    current = self._fetch(connection, _key_of(op))
+                    connection.execute(_UPSERT, _row(op.update.apply(current or dict(op.key))))
+                elif isinstance(op, Delete):
+                    connection.execute("DELETE FROM items WHERE pk = ? AND sk = ?", _key_of(op))
+
+    async def transact(self, ops: list[WriteOp]) -> None:
+        await self._run(self._transact, ops)
+
+    def _batch_delete(self, keys: list[Key]) -> None:
+        with self.db.write() as connection:
+            connection.executemany("DELETE FROM items WHERE pk = ? AND sk = ?", [(k[PK], k[SK]) for k in keys])
+
+    async def batch_delete(self, keys: list[Key]) -> None:
+        if keys:
+            await self._run(self._batch_delete, keys)
+
+    # ---------------------------------------------------------------- TTL
+
+    def sweep_expired(self, now_s: int | None = None) -> int:
+        """Delete items whose TTL attribute (epoch seconds) has passed, as DynamoDB's TTL does; reads already
+        treat them as missing. Returns how many were deleted."""
+        now = int(time.time()) if now_s is None else now_s
+        with self.db.write() as connection:
+            cursor = connection.execute("DELETE FROM items WHERE ttl IS NOT NULL AND ttl < ?", (now,))
+            return cursor.rowcount
