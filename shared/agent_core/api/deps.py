@@ -10,6 +10,7 @@ from fastapi import Request
 from agent_core.api.auth import resolve_user
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
+from agent_core.memory.calendar import valid_zone
 
 _lock = threading.Lock()
 
@@ -41,3 +42,14 @@ def request_now(request: Request) -> datetime | None:
     if parsed.tzinfo is None:
         raise InvalidRequest("X-Agent-Now needs a UTC offset", param="X-Agent-Now")
     return parsed
+
+
+def request_timezone(request: Request, value: str | None) -> str | None:
+    """The zone the client names for this request: the body's `timezone`, else the `X-Timezone` header.
+
+    Validated (400 `invalid_timezone`); None when the client names none (the profile's zone, or the default).
+    """
+    if value is not None:
+        return valid_zone(value, "timezone")
+    header = request.headers.get("x-timezone")
+    return valid_zone(header, "X-Timezone") if header is not None else None

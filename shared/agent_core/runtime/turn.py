@@ -40,6 +40,8 @@ class TurnRequest:
     now: datetime | None = None
     # Tools the caller runs itself (Responses API function tools): a model step calling one ends the run.
     client_tools: frozenset[str] = frozenset()
+    timezone: str | None = None  # the zone the client names for this request (validated); else the profile's
+    chat_param: str = "chatId"  # how the caller's API names the chat id (in a not-found error)
 
 
 @dataclass
@@ -100,7 +102,7 @@ async def _open_chat(deps: RunDeps, req: TurnRequest, at_ms: int) -> tuple[Chat,
         return chat, None, await deps.store.get_profile(req.user_id), True
     context = await deps.store.load_turn_context(req.chat_id, req.user_id)
     if context is None:
-        raise NotFound("conversation not found", param="conversationId", code="conversation_not_found")
+        raise NotFound("conversation not found", param=req.chat_param, code="conversation_not_found")
     return context.chat, context.summary, context.profile, False
 
 
@@ -120,7 +122,7 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
     at_ms = to_ms(req.now) if req.now else now_ms()
     chat, summary, profile, created = await _open_chat(deps, req, at_ms)
     agent = deps.agents.get(req.agent_key or chat.agent_key)
-    tz = zone(profile.timezone if profile else None, s.default_timezone)
+    tz = zone(req.timezone or (profile.timezone if profile else None), s.default_timezone)
     run_id = new_run_id()
     run = Run(
         run_id=run_id,
