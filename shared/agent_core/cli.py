@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
@@ -17,17 +18,41 @@ from zoneinfo import ZoneInfo
 from agent_core.config import Settings, get_settings
 
 
+def _identity(settings: Settings) -> str:
+    """Who the caller is, in the server's auth mode (one rule for curl and the OpenAI SDK)."""
+    if settings.auth_mode == "none":
+        return "the X-User-Id header, else Authorization: Bearer <user> (the OpenAI SDK's api_key), else local-user"
+    return f"AGENT_AUTH_MODE={settings.auth_mode}"
+
+
 def _banner(settings: Settings, host: str, port: int) -> str:
     base = f"http://{host}:{port}"
     llm, storage = settings.effective_llm_provider, settings.effective_storage
     return (
         f"agent-core listening on {base}  (storage: {storage}, llm: {llm}, model: {settings.model})\n"
+        f"User: {_identity(settings)}\n"
+        f"API docs: {base}/docs and {base}/redoc; event protocol: docs/protocol.md\n"
         f"Try:\n"
         f"  id=$(curl -s -X POST {base}/api/v1/conversations -H 'content-type: application/json' "
         f'-d \'{{"title":"demo"}}\' | python3 -c \'import sys,json;print(json.load(sys.stdin)["conversationId"])\')\n'
         f"  curl -s -X POST {base}/api/v1/conversations/$id/chat -H 'content-type: application/json' "
         f'-d \'{{"message":"what time is it in Tokyo?"}}\'\n'
     )
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything starts: a busy port is one clear line and exit status 1."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family=family)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart need not wait for TIME_WAIT
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        reason = error.strerror or str(error)
+        raise SystemExit(f"agent-core: cannot listen on {host}:{port}: {reason} (set PORT= for another)") from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def serve(host: str, port: int) -> None:
@@ -38,13 +63,14 @@ def serve(host: str, port: int) -> None:
     from agent_core.context import build_context
     from agent_core.runtime.agents import AgentDefinitionError
 
+    sock = listen(host, port)
     settings = get_settings()
     try:
         context = build_context(settings)  # embedded storage starts here, before the first request
     except AgentDefinitionError as error:
         # An invalid agent definition stops the server from starting, naming file, field and problem.
         raise SystemExit(f"agent-core: invalid agent definition: {error}") from error
-    app = build_app(*routes.local, context=context)
+    app = build_app(*routes.local, context=context, docs=True)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[None]:
@@ -55,7 +81,7 @@ def serve(host: str, port: int) -> None:
 
     app.router.lifespan_context = lifespan
     print(_banner(settings, host, port), flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
 
 
 # --- agent-core jobs ------------------------------------------------------------------------------
