@@ -86,8 +86,10 @@ def serve(host: str, port: int) -> None:
 
 # --- agent-core jobs ------------------------------------------------------------------------------
 
-JOBS_HELP = """Run against the configured storage (AGENT_STORAGE; embedded by default) with the in-process queue,
-and wait until every job enqueued has finished. Prints one JSON line; exits 1 if any enqueued job failed.
+JOBS_HELP = """Run against the configured storage with the in-process queue, and wait until every job enqueued has
+finished. Prints one JSON line; exits 1 if any enqueued job failed. Refuses (exit 2) storage that lives
+inside one process (AGENT_STORAGE=embedded or memory): this command would see an empty store of its own;
+run the jobs inside the local server with POST /api/dev/jobs/idle-sessions or /api/dev/jobs/daily-summary.
 
   jobs idle-sessions [--now ISO]
       the 5-minute pass at NOW (default: the current time)
@@ -235,8 +237,29 @@ def _logs_to_stderr(quiet: bool) -> Iterator[None]:
             stream.setStream(previous)
 
 
+# Storage that lives and dies with the process that opened it: a new command starts with it empty.
+PROCESS_LOCAL_STORAGE = frozenset({"embedded", "memory"})
+
+
+def _process_local_storage_problem(settings: Settings) -> str | None:
+    """`jobs` on a store only this command can see would scan nothing and report `scanned: 0`: say why not."""
+    storage = settings.effective_storage
+    if storage not in PROCESS_LOCAL_STORAGE:
+        return None
+    return (
+        f"agent-core jobs: AGENT_STORAGE={storage} keeps its data inside the process that opened it, so this "
+        "command would start with an empty store of its own. Run the jobs inside the running server instead "
+        "(curl -X POST http://127.0.0.1:8000/api/dev/jobs/idle-sessions, then .../daily-summary), or set "
+        "AGENT_STORAGE=aws to run them against a DynamoDB table."
+    )
+
+
 def run_jobs_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     _check_jobs_args(args, get_settings().default_timezone, parser.error)
+    problem = _process_local_storage_problem(get_settings())
+    if problem is not None:
+        print(problem, file=sys.stderr, flush=True)
+        return 2
     with _logs_to_stderr(quiet=args.job == "backfill"):
         line = asyncio.run(_jobs(args))
     print(json.dumps(line, separators=(", ", ": ")), flush=True)
