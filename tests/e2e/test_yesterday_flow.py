@@ -81,3 +81,5 @@ def test_with_the_offline_model_the_recall_answer_quotes_yesterdays_summary() ->
     # The daily summary (extractive without a model) holds what the user said yesterday; the answer quotes it.
     assert "Records for 昨天 (2026-01-07)" in answer
     assert "京都看樱花" in answer and "八千元" in answer
+    topics = next(line for line in answer.splitlines() if line.startswith("2026-01-07 (topics:"))
+    assert "offline" not in topics and "model" not in topics, "the offline replies' marker is not a topic"

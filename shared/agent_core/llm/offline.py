@@ -61,7 +61,7 @@ _COMMON = frozenset({"about", "there", "which", "would", "could", "should", "the
 def key_topics(text: str, limit: int = 3) -> list[str]:
     """The most frequent longer words: topics without a model."""
     counts: dict[str, int] = {}
-    for word in _WORD.findall(text):
+    for word in _WORD.findall(text.replace(PREFIX, "")):  # its own replies' marker is no topic
         lowered = word.lower()
         if lowered not in _COMMON and not lowered.startswith(("user", "messages", "previous")):
             counts[lowered] = counts.get(lowered, 0) + 1
