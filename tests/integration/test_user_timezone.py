@@ -131,3 +131,20 @@ async def test_an_invalid_request_zone_is_400_before_any_work(
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_timezone" and response.json()["error"]["param"] == param
     assert table.item_count() == before, "nothing stored"
+
+
+async def test_a_browser_may_patch_the_profile_and_send_x_timezone_across_origins() -> None:
+    settings = make_settings(AGENT_CORS_ORIGINS="https://app.example")
+    context = build_context(settings, table=MemoryTable(), llm=ScriptedLlm(), audit=lambda _: None)
+    async with _client(context) as client:
+        preflight = await client.options(
+            "/api/ap/profile",
+            headers={
+                "Origin": "https://app.example",
+                "Access-Control-Request-Method": "PATCH",
+                "Access-Control-Request-Headers": "content-type, x-timezone",
+            },
+        )
+    assert preflight.status_code == 200
+    assert "PATCH" in preflight.headers["access-control-allow-methods"]
+    assert "x-timezone" in preflight.headers["access-control-allow-headers"].lower()

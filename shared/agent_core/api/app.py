@@ -37,8 +37,8 @@ def build_app(*routers: APIRouter, context: AppContext | ContextFactory | None =
         app.add_middleware(
             CORSMiddleware,
             allow_origins=settings.cors_origins,
-            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
-            allow_headers=["Authorization", "Content-Type", "X-Request-Id", "X-User-Id", "X-Agent-Now"],
+            allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
+            allow_headers=["Authorization", "Content-Type", "X-Request-Id", "X-User-Id", "X-Agent-Now", "X-Timezone"],
         )
     for router in routers:
         app.include_router(router)
