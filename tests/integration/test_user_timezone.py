@@ -148,3 +148,13 @@ async def test_a_browser_may_patch_the_profile_and_send_x_timezone_across_origin
     assert preflight.status_code == 200
     assert "PATCH" in preflight.headers["access-control-allow-methods"]
     assert "x-timezone" in preflight.headers["access-control-allow-headers"].lower()
+
+
+async def test_the_time_tool_defaults_to_the_zone_the_request_names() -> None:
+    context = _context()
+    async with _client(context) as client:
+        events = await _ask(client, "what time is it?", EVENING_IN_NEW_YORK, headers={"X-Timezone": "Europe/Paris"})
+    result = next(e for e in events if e["type"] == "tool.result")
+    assert result["result"]["timezone"] == "Europe/Paris"
+    time = result["result"]["time"]  # the turn's clock starts at X-Agent-Now (03:00 UTC) and runs on
+    assert time.startswith("2026-01-08T04:") and time.endswith("+01:00")
