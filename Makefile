@@ -2,38 +2,53 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# One stamp per dependency set: `make run` installs only what serving needs (runtime + local extras);
+# test/lint/format/bench add the test tools (and the CDK libraries the infra tests synthesise with);
+# synth/deploy/destroy/layer add the CDK libraries only.
+STAMP_LOCAL := $(VENV)/.installed-local
+STAMP_DEV := $(VENV)/.installed-dev
+STAMP_INFRA := $(VENV)/.installed-infra
 
 .PHONY: install run test lint format bench clean clean-data
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP_LOCAL): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[local]"
+	touch $@
+
+$(STAMP_DEV): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
-	touch $(STAMP)
+	touch $@ $(STAMP_LOCAL) $(STAMP_INFRA)
 
-install: $(STAMP)
+$(STAMP_INFRA): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[infra]"
+	touch $@
 
-run: install
+install: $(STAMP_DEV)
+
+run: $(STAMP_LOCAL)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/agent-core serve --host $(HOST) --port $(PORT)
 
-test: install
+test: $(STAMP_DEV)
 	$(BIN)/ruff check shared functions tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
-lint: install
+lint: $(STAMP_DEV)
 	$(BIN)/ruff check shared functions tests bench
 	$(BIN)/ruff format --check shared functions tests bench
 	$(BIN)/mypy
 
-format: install
+format: $(STAMP_DEV)
 	$(BIN)/ruff check --fix shared functions tests bench
 	$(BIN)/ruff format shared functions tests bench
 
-bench: install
+bench: $(STAMP_DEV)
 	$(BIN)/python -m bench.run_all
 
 clean:
@@ -60,16 +75,16 @@ LAYER_ARCH ?= arm64
 $(CDK):
 	npm install --prefix . --no-save --no-package-lock --no-audit --no-fund --loglevel=error "aws-cdk@$(CDK_CLI_VERSION)"
 
-synth: install $(CDK)
+synth: $(STAMP_INFRA) $(CDK)
 	$(CDK_RUN) synth --quiet $(CDK_ARGS)
 	@echo "templates in cdk.out/ (cdk-nag AwsSolutions checked during synth)"
 
-deploy: install $(CDK)
+deploy: $(STAMP_INFRA) $(CDK)
 	$(CDK_RUN) deploy $(DEPLOY_FLAGS) --outputs-file cdk.out/outputs.json $(CDK_ARGS)
 
-destroy: install $(CDK)
+destroy: $(STAMP_INFRA) $(CDK)
 	$(CDK_RUN) destroy --force $(CDK_ARGS)
 
-layer: install
+layer: $(STAMP_INFRA)
 	$(BIN)/python -m infra.layer_build $(LAYER_DIR) --architecture $(LAYER_ARCH)
 	du -sh --apparent-size $(LAYER_DIR)

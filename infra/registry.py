@@ -103,7 +103,7 @@ CHAT = FunctionSpec(
         Route("/api/ap/chat", ("GET",)),
         Route("/api/ap/chat/{chatId}/end", ("POST",)),
         Route("/api/ap/agents", ("GET",)),
-        Route("/api/ap/profile", ("GET", "DELETE")),
+        Route("/api/ap/profile", ("GET", "PATCH", "DELETE")),
     ),
 )
 

@@ -15,7 +15,15 @@ from infra.nag import acknowledge
 from infra.registry import FunctionSpec
 from infra.settings import InfraSettings
 
-CORS_HEADERS = ["Authorization", "Content-Type", "X-Request-Id", "X-User-Id", "X-Amz-Date", "X-Amz-Security-Token"]
+CORS_HEADERS = [
+    "Authorization",
+    "Content-Type",
+    "X-Request-Id",
+    "X-User-Id",
+    "X-Timezone",
+    "X-Amz-Date",
+    "X-Amz-Security-Token",
+]
 
 
 class RestFrontDoor(Construct):

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
@@ -18,6 +19,13 @@ from zoneinfo import ZoneInfo
 from agent_core.config import Settings, get_settings
 
 
+def _identity(settings: Settings) -> str:
+    """Who the caller is, in the server's auth mode (one rule for curl and the OpenAI SDK)."""
+    if settings.auth_mode == "none":
+        return "the X-User-Id header, else Authorization: Bearer <user> (the OpenAI SDK's api_key), else local-user"
+    return f"AGENT_AUTH_MODE={settings.auth_mode}"
+
+
 def _banner(settings: Settings, host: str, port: int) -> str:
     base = f"http://{host}:{port}"
     llm, storage = settings.effective_llm_provider, settings.effective_storage
@@ -25,12 +33,29 @@ def _banner(settings: Settings, host: str, port: int) -> str:
         storage += f" in {Path(settings.data_dir).resolve()}"
     return (
         f"agent-core listening on {base}  (storage: {storage}, llm: {llm}, model: {settings.model})\n"
+        f"User: {_identity(settings)}\n"
+        f"API docs: {base}/docs and {base}/redoc; event protocol: docs/protocol.md\n"
         f"Try:\n"
         f"  id=$(curl -s -X POST {base}/api/v1/conversations -H 'content-type: application/json' "
         f'-d \'{{"title":"demo"}}\' | python3 -c \'import sys,json;print(json.load(sys.stdin)["conversationId"])\')\n'
         f"  curl -s -X POST {base}/api/v1/conversations/$id/chat -H 'content-type: application/json' "
         f'-d \'{{"message":"what time is it in Tokyo?"}}\'\n'
     )
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """The server's socket, bound before anything starts: a busy port is one clear line and exit status 1."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family=family)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart need not wait for TIME_WAIT
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        reason = error.strerror or str(error)
+        raise SystemExit(f"agent-core: cannot listen on {host}:{port}: {reason} (set PORT= for another)") from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def serve(host: str, port: int) -> None:
@@ -41,13 +66,14 @@ def serve(host: str, port: int) -> None:
     from agent_core.context import build_context
     from agent_core.runtime.agents import AgentDefinitionError
 
+    sock = listen(host, port)
     settings = get_settings()
     try:
         context = build_context(settings)  # embedded storage starts here, before the first request
     except AgentDefinitionError as error:
         # An invalid agent definition stops the server from starting, naming file, field and problem.
         raise SystemExit(f"agent-core: invalid agent definition: {error}") from error
-    app = build_app(*routes.local, context=context)
+    app = build_app(*routes.local, context=context, docs=True)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[None]:
@@ -60,13 +86,15 @@ def serve(host: str, port: int) -> None:
 
     app.router.lifespan_context = lifespan
     print(_banner(settings, host, port), flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
 
 
 # --- agent-core jobs ------------------------------------------------------------------------------
 
-JOBS_HELP = """Run against the configured storage (AGENT_STORAGE; embedded by default) with the in-process queue,
-and wait until every job enqueued has finished. Prints one JSON line; exits 1 if any enqueued job failed.
+JOBS_HELP = """Run against the configured storage with the in-process queue, and wait until every job enqueued has
+finished. Prints one JSON line; exits 1 if any enqueued job failed. Refuses (exit 2) storage that lives
+inside one process (AGENT_STORAGE=embedded or memory): this command would see an empty store of its own;
+run the jobs inside the local server with POST /api/dev/jobs/idle-sessions or /api/dev/jobs/daily-summary.
 
   jobs idle-sessions [--now ISO]
       the 5-minute pass at NOW (default: the current time)
@@ -214,8 +242,30 @@ def _logs_to_stderr(quiet: bool) -> Iterator[None]:
             stream.setStream(previous)
 
 
+# Storage that lives and dies with the process that opened it: a new command starts with it empty.
+# (`embedded` is a database on disk, shared with the local server.)
+PROCESS_LOCAL_STORAGE = frozenset({"memory"})
+
+
+def _process_local_storage_problem(settings: Settings) -> str | None:
+    """`jobs` on a store only this command can see would scan nothing and report `scanned: 0`: say why not."""
+    storage = settings.effective_storage
+    if storage not in PROCESS_LOCAL_STORAGE:
+        return None
+    return (
+        f"agent-core jobs: AGENT_STORAGE={storage} keeps its data inside the process that opened it, so this "
+        "command would start with an empty store of its own. Run the jobs inside the running server instead "
+        "(curl -X POST http://127.0.0.1:8000/api/dev/jobs/idle-sessions, then .../daily-summary), or set "
+        "AGENT_STORAGE=embedded (the local server's database, the default) or AGENT_STORAGE=aws (a DynamoDB table)."
+    )
+
+
 def run_jobs_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     _check_jobs_args(args, get_settings().default_timezone, parser.error)
+    problem = _process_local_storage_problem(get_settings())
+    if problem is not None:
+        print(problem, file=sys.stderr, flush=True)
+        return 2
     with _logs_to_stderr(quiet=args.job == "backfill"):
         line = asyncio.run(_jobs(args))
     print(json.dumps(line, separators=(", ", ": ")), flush=True)

@@ -31,6 +31,13 @@ class InvalidRequest(AgentError):
     type = "invalid_request_error"
 
 
+class InvalidTimezone(InvalidRequest):
+    """A time zone that is not an IANA name the server knows (e.g. Europe/Paris)."""
+
+    code = "invalid_timezone"
+    status = 400
+
+
 class PayloadTooLarge(AgentError):
     code = "message_too_large"
     status = 413

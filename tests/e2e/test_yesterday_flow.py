@@ -59,6 +59,27 @@ def test_yesterdays_conversation_is_summarised_and_recalled_in_one_llm_call() ->
     assert answer == "昨天我们聊了四月去京都看樱花和预算。"
     assert next(e for e in events if e["type"] == "run.route")["mode"] == "time_query"
     assert len(stub.requests) == before + 1, "exactly one LLM call for the question"
-    prompt = stub.requests[-1]["messages"][0]["content"]
+    prompt = "\n".join(m["content"] for m in stub.requests[-1]["messages"] if m["role"] == "system")
     assert SUMMARY in prompt and "2026-01-07" in prompt
     assert profile["facts"][0]["value"] == "about 8000 CNY"
+
+
+def test_with_the_offline_model_the_recall_answer_quotes_yesterdays_summary() -> None:
+    """No API key: the walkthrough of the README ("Memory, on a laptop") shows what was remembered."""
+    env = {"AGENT_ALLOW_CLOCK_OVERRIDE": "true", "AGENT_DEFAULT_TIMEZONE": "Asia/Shanghai"}
+    with local_server(**env) as (base, _process), httpx.Client(base_url=base, timeout=60) as client:
+        chat_id = _query(client, "我想四月去京都看樱花。", "2026-01-07T10:00:00+08:00")[0]["chatId"]
+        _query(client, "预算大概八千元。", "2026-01-07T10:02:00+08:00", chat_id)
+        client.post("/api/dev/jobs/idle-sessions", headers={"X-Agent-Now": "2026-01-07T11:00:00+08:00"})
+        daily = client.post("/api/dev/jobs/daily-summary", headers={"X-Agent-Now": "2026-01-08T00:30:00+08:00"})
+        assert daily.json()["report"]["enqueued"] == 1
+        events = _query(client, "昨天我们聊了什么？", "2026-01-08T09:00:00+08:00")
+    answer = "".join(e["delta"] for e in events if e["type"] == "content.delta")
+    route = next(e for e in events if e["type"] == "run.route")
+    assert route["mode"] == "time_query" and "2026-01-07" in route["reason"]
+    assert answer.startswith("[offline model]")
+    # The daily summary (extractive without a model) holds what the user said yesterday; the answer quotes it.
+    assert "Records for 昨天 (2026-01-07)" in answer
+    assert "京都看樱花" in answer and "八千元" in answer
+    topics = next(line for line in answer.splitlines() if line.startswith("2026-01-07 (topics:"))
+    assert "offline" not in topics and "model" not in topics, "the offline replies' marker is not a topic"

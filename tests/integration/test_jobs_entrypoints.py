@@ -408,7 +408,25 @@ def _clean_env(**overrides: str) -> dict[str, str]:
     return env | overrides
 
 
+@pytest.mark.parametrize("storage", ["memory"])
+def test_cli_jobs_refuse_a_store_that_lives_only_in_this_process_and_say_why(storage: str) -> None:
+    """A fresh in-process store is empty: the pass would report `scanned: 0` without looking at any data."""
+    out = subprocess.run(
+        [sys.executable, "-m", "agent_core.cli", "jobs", "idle-sessions"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_clean_env(AGENT_STORAGE=storage, AGENT_LLM_PROVIDER="offline"),
+    )
+    assert out.returncode == 2
+    assert out.stdout == "", "no report of a pass that saw nothing"
+    (line,) = out.stderr.strip().splitlines()
+    assert f"AGENT_STORAGE={storage} keeps its data inside the process that opened it" in line
+    assert "/api/dev/jobs/idle-sessions" in line and "AGENT_STORAGE=aws" in line
+
+
 def test_cli_jobs_idle_sessions_runs_the_real_pass_on_embedded_storage(tmp_path: Path) -> None:
+    """The embedded store is a database on disk: the command sees what the local server wrote."""
     out = subprocess.run(
         [sys.executable, "-m", "agent_core.cli", "jobs", "idle-sessions"],
         capture_output=True,
@@ -417,39 +435,35 @@ def test_cli_jobs_idle_sessions_runs_the_real_pass_on_embedded_storage(tmp_path:
         env=_clean_env(AGENT_STORAGE="embedded", AGENT_LLM_PROVIDER="offline", AGENT_DATA_DIR=str(tmp_path)),
     )
     assert out.returncode == 0, out.stderr
-    (line,) = out.stdout.strip().splitlines()  # the logs go to standard error
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["job"] == "idle_sessions" and report["failed"] == 0
+
+
+def test_cli_jobs_idle_sessions_runs_the_real_pass_on_a_dynamodb_table(
+    cli_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agent_core.cli import main
+
+    assert main(["jobs", "idle-sessions"]) == 0
+    (line,) = capsys.readouterr().out.strip().splitlines()  # the logs go to standard error
     report = json.loads(line)
     assert report["job"] == "idle_sessions" and report["failed"] == 0
     assert {"scanned", "enqueued", "skipped", "details"} <= report["report"].keys()
 
 
-# A pass that enqueues a CompactJob, which then really runs (offline model) against the embedded SQLite
-# table: the command waits for it and counts it.
-_CLI_WITH_FAKE_PASS = """
-import sys
-from agent_core.cli import main
-from agent_core.domain.jobs import CompactJob
-from agent_core.jobs import scheduled
+def test_cli_jobs_waits_for_the_work_the_pass_enqueued(
+    cli_env: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pass that enqueues a CompactJob, which then really runs (offline model) against the table."""
+    from agent_core.cli import main
 
-async def fake(deps, now):
-    await deps.queue.enqueue(CompactJob(chat_id="c_none", model="m"))
-    return scheduled.JobReport(scanned=1, enqueued=1, details={"now": int(now.timestamp())})
+    async def fake(deps: RunDeps, now: datetime) -> JobReport:
+        await deps.queue.enqueue(CompactJob(chat_id="c_none", model="m"))
+        return JobReport(scanned=1, enqueued=1, details={"now": int(now.timestamp())})
 
-scheduled.run_idle_sessions = fake
-sys.exit(main(sys.argv[1:]))
-"""
-
-
-def test_cli_jobs_waits_for_the_work_the_pass_enqueued(tmp_path: Path) -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", _CLI_WITH_FAKE_PASS, "jobs", "idle-sessions", "--now", "2026-01-08T16:30:00Z"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=_clean_env(AGENT_STORAGE="embedded", AGENT_LLM_PROVIDER="offline", AGENT_DATA_DIR=str(tmp_path)),
-    )
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.strip().splitlines()
+    monkeypatch.setattr(scheduled, "run_idle_sessions", fake)
+    assert main(["jobs", "idle-sessions", "--now", "2026-01-08T16:30:00Z"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 1
     assert json.loads(lines[0]) == {
         "job": "idle_sessions",
@@ -481,12 +495,16 @@ def test_cli_help_lists_the_jobs_and_says_backfill_needs_a_user() -> None:
 
 
 @pytest.fixture
-def cli_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def cli_env(aws_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The CLI against a DynamoDB table (moto): `jobs` refuses storage that lives inside one process."""
     for name in [k for k in os.environ if k.startswith(("AGENT_", "OPENAI_", "AWS_LAMBDA"))]:
         monkeypatch.delenv(name)
-    monkeypatch.setenv("AGENT_STORAGE", "memory")
+    monkeypatch.setenv("AGENT_STORAGE", "aws")
     monkeypatch.setenv("AGENT_LLM_PROVIDER", "offline")
     get_settings.cache_clear()
+    ensure_resources(
+        get_settings(), boto3.client("dynamodb", region_name=REGION), boto3.client("s3", region_name=REGION)
+    )
     yield
     get_settings.cache_clear()
 

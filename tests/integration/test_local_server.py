@@ -49,3 +49,49 @@ def test_local_server_chats_with_a_tool_and_audits_it(server: tuple[str, subproc
     _, stderr = process.communicate(timeout=10)
     audit = [json.loads(line) for line in stderr.splitlines() if '"logger": "TOOL_AUDIT"' in line]
     assert [(a["toolName"], a["status"], a["conversationId"]) for a in audit] == [("time", "ok", cid)]
+
+
+def test_api_docs_and_their_scripts_are_served_by_the_local_server(server: tuple[str, subprocess.Popen[str]]) -> None:
+    """/docs and /redoc work with no internet: their scripts come from the server, not a CDN."""
+    base, process = server
+    pages = {}
+    for path in ("/docs", "/redoc"):
+        with urllib.request.urlopen(base + path, timeout=30) as response:
+            pages[path] = response.read().decode()
+    assert "/static-offline-docs/swagger-ui-bundle.js" in pages["/docs"]
+    assert "/static-offline-docs/redoc.standalone.js" in pages["/redoc"]
+    assert all("https://" not in page for page in pages.values()), "no asset from outside the server"
+    for asset in ("swagger-ui-bundle.js", "swagger-ui.css", "redoc.standalone.js"):
+        with urllib.request.urlopen(f"{base}/static-offline-docs/{asset}", timeout=30) as response:
+            assert response.status == 200 and len(response.read()) > 10_000
+    status, spec = _call(base, "GET", "/openapi.json")
+    assert status == 200 and {"get", "patch", "delete"} <= set(spec["paths"]["/api/ap/profile"])
+    # The start-up banner names the local identity rule and the docs.
+    assert process.stdout is not None
+    banner = [process.stdout.readline() for _ in range(2)]
+    assert banner[0].startswith("User: the X-User-Id header, else Authorization: Bearer <user>")
+    assert "local-user" in banner[0] and f"{base}/docs" in banner[1]
+
+
+def test_a_busy_port_fails_with_one_clear_line_and_no_banner() -> None:
+    import os
+    import socket
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_", "AWS_"))}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "agent_core.cli", "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    assert done.returncode == 1
+    assert done.stdout == "", "no 'listening on' banner before the failure"
+    assert done.stderr.strip().splitlines() == [
+        f"agent-core: cannot listen on 127.0.0.1:{port}: Address already in use (set PORT= for another)"
+    ]

@@ -212,7 +212,9 @@ async def test_time_query_is_answered_from_summaries_in_exactly_one_llm_call() -
     assert route["mode"] == "time_query"
     chat_calls = [r for r in llm.requests if r.purpose == "chat"]
     assert len(chat_calls) == 1, "exactly one LLM call"
-    assert "The user planned a Kyoto trip." in chat_calls[0].messages[0]["content"]
+    # The instructions first, the records in a system message of their own
+    assert [m["role"] for m in chat_calls[0].messages] == ["system", "system", "user"]
+    assert "The user planned a Kyoto trip." in chat_calls[0].messages[1]["content"]
     assert "".join(e["delta"] for e in events if e["type"] == "content.delta") == "Yesterday you planned Kyoto."
 
 

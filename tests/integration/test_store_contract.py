@@ -686,3 +686,17 @@ async def test_begin_turn_is_one_transact_write_items(moto_table: DynamoTable) -
 
     # Then it took exactly one TransactWriteItems
     assert calls == ["TransactWriteItems"]
+
+
+async def test_setting_the_profile_zone_creates_the_profile_or_keeps_its_facts(store: TableStore) -> None:
+    from agent_core.domain.models import Profile, ProfileFact
+
+    created = await store.set_profile_timezone("user-new", "Europe/Paris", T0)
+    assert (created.user_id, created.timezone, created.facts) == ("user-new", "Europe/Paris", [])
+    fact = ProfileFact(aspect="interests", key="travel", value="Japan", source_date="2026-01-07")
+    await store.put_profile(Profile(user_id=ALICE, facts=[fact], updated_at=T0))
+    changed = await store.set_profile_timezone(ALICE, "America/New_York", T0 + 1)
+    assert changed.facts == [fact] and changed.timezone == "America/New_York"
+    stored = await store.get_profile(ALICE)
+    assert stored is not None and stored.timezone == "America/New_York" and stored.facts == [fact]
+    assert stored.updated_at == T0 + 1

@@ -15,9 +15,21 @@ from agent_core.context import AppContext, build_context
 ContextFactory = Callable[[], AppContext]
 
 
-def build_app(*routers: APIRouter, context: AppContext | ContextFactory | None = None) -> FastAPI:
-    """An app serving `routers`. The context is built on first use, so importing costs no I/O."""
-    app = FastAPI(title="agent-core", version=__version__, docs_url=None, redoc_url=None)
+def _app(docs: bool) -> FastAPI:
+    """With `docs`, /docs (Swagger UI) and /redoc, their scripts served by the app itself (no CDN)."""
+    if not docs:
+        return FastAPI(title="agent-core", version=__version__, docs_url=None, redoc_url=None)
+    from fastapi_offline import FastAPIOffline  # the local server's extra: not in the Lambda layer
+
+    return FastAPIOffline(title="agent-core", version=__version__, docs_url="/docs", redoc_url="/redoc")
+
+
+def build_app(*routers: APIRouter, context: AppContext | ContextFactory | None = None, docs: bool = False) -> FastAPI:
+    """An app serving `routers`. The context is built on first use, so importing costs no I/O.
+
+    `docs` adds the API documentation pages (the local server turns it on).
+    """
+    app = _app(docs)
     install_error_handlers(app)
     settings = context.settings if isinstance(context, AppContext) else get_settings()
     if settings.cors_origins:
@@ -25,8 +37,8 @@ def build_app(*routers: APIRouter, context: AppContext | ContextFactory | None =
         app.add_middleware(
             CORSMiddleware,
             allow_origins=settings.cors_origins,
-            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
-            allow_headers=["Authorization", "Content-Type", "X-Request-Id", "X-User-Id", "X-Agent-Now"],
+            allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
+            allow_headers=["Authorization", "Content-Type", "X-Request-Id", "X-User-Id", "X-Agent-Now", "X-Timezone"],
         )
     for router in routers:
         app.include_router(router)

@@ -11,6 +11,7 @@ from agent_core.api.auth import resolve_user
 from agent_core.api.gateway import public_base_url
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
+from agent_core.memory.calendar import valid_zone
 
 _lock = threading.Lock()
 
@@ -47,3 +48,12 @@ def request_now(request: Request) -> datetime | None:
 def link_base(request: Request) -> str:
     """Where the client reached this API (`AGENT_PUBLIC_BASE_URL`, else the gateway's address and stage path)."""
     return public_base_url(request, app_context(request).settings)
+def request_timezone(request: Request, value: str | None) -> str | None:
+    """The zone the client names for this request: the body's `timezone`, else the `X-Timezone` header.
+
+    Validated (400 `invalid_timezone`); None when the client names none (the profile's zone, or the default).
+    """
+    if value is not None:
+        return valid_zone(value, "timezone")
+    header = request.headers.get("x-timezone")
+    return valid_zone(header, "X-Timezone") if header is not None else None

@@ -39,19 +39,32 @@ async def _agent_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(body, status_code=status)
 
 
+def _media_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     first = exc.errors()[0] if exc.errors() else {}
     loc = tuple(first.get("loc", ()))
     kind = first.get("type", "")
     param: str | None
-    if kind == "json_invalid":
+    code = "invalid_request"
+    media = _media_type(request)
+    if loc == ("body",) and not media.endswith("json"):
+        # FastAPI reads a body as JSON only when it says so; otherwise "Input should be a valid dictionary".
+        code, param = "invalid_content_type", "body"
+        message = (
+            "the request body must be a JSON object sent with Content-Type: application/json "
+            f"(this request's Content-Type: {media or 'none'})"
+        )
+    elif kind == "json_invalid":
         message, param = "request body is not valid JSON", "body"
     else:
         param = _param(loc)
         message = f"{param or 'request'}: {first.get('msg', 'invalid value')}"
     status = 400 if _is_openai_route(request) else 422
-    return JSONResponse(error_body("invalid_request", message, "invalid_request_error", param), status_code=status)
+    return JSONResponse(error_body(code, message, "invalid_request_error", param), status_code=status)
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:

@@ -82,6 +82,7 @@ class ChatIn(Body):
     message: str
     model: str | None = Field(None, max_length=200)
     request_id: str | None = Field(None, max_length=128, pattern=r"^[A-Za-z0-9._:\-]+$")
+    timezone: str | None = None  # IANA name; this request's zone instead of the profile's
 
 
 class ChatOut(Body):

@@ -14,6 +14,7 @@ from agent_core.llm.tokens import estimate_messages, estimate_text
 PREFIX = "[offline model]"
 QuickMatcher = Callable[[str, set[str]], list[tuple[str, dict[str, Any]]]]
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s*")
+RECORD_CHARS = 1500  # each record block quoted in an answer, at most
 
 
 def _chunks(text: str) -> list[str]:
@@ -26,6 +27,16 @@ def _last_user_index(messages: list[dict[str, Any]]) -> int:
         if messages[i].get("role") == "user":
             return i
     return -1
+
+
+def records(messages: list[dict[str, Any]]) -> list[str]:
+    """What the prompt holds besides the instructions: every system message after the first.
+
+    The prompt builders put the agent's instructions in the first system message and each record (the
+    user's profile, the rolling summary, recalled days) in a system message of its own.
+    """
+    systems = [str(m.get("content") or "").strip() for m in messages if m.get("role") == "system"]
+    return [text[:RECORD_CHARS] for text in systems[1:] if text]
 
 
 def extractive_summary(text: str, limit: int = 1200) -> str:
@@ -50,7 +61,7 @@ _COMMON = frozenset({"about", "there", "which", "would", "could", "should", "the
 def key_topics(text: str, limit: int = 3) -> list[str]:
     """The most frequent longer words: topics without a model."""
     counts: dict[str, int] = {}
-    for word in _WORD.findall(text):
+    for word in _WORD.findall(text.replace(PREFIX, "")):  # its own replies' marker is no topic
         lowered = word.lower()
         if lowered not in _COMMON and not lowered.startswith(("user", "messages", "previous")):
             counts[lowered] = counts.get(lowered, 0) + 1
@@ -58,7 +69,7 @@ def key_topics(text: str, limit: int = 3) -> list[str]:
 
 
 class OfflineLlm:
-    """Calls a tool when a declared tool's quick rule matches; otherwise answers from the transcript."""
+    """Calls a tool when a declared tool's quick rule matches; otherwise answers from the records in its prompt."""
 
     def __init__(self, quick_matcher: QuickMatcher | None = None) -> None:
         self._quick_matcher = quick_matcher
@@ -83,8 +94,16 @@ class OfflineLlm:
             async for delta in self._tool_calls(request, calls):
                 yield delta
             return
-        async for delta in self._text(request, f"{PREFIX} You said: {question}"):
+        async for delta in self._text(request, self._answer(question, records(messages[:last_user]))):
             yield delta
+
+    @staticmethod
+    def _answer(question: str, found: list[str]) -> str:
+        """The question back, then the records the prompt carried, quoted: memory is visible without a model."""
+        text = f"{PREFIX} You said: {question}"
+        if found:
+            text += "\nFrom the records I was given:\n" + "\n\n".join(found)
+        return text
 
     @staticmethod
     def _summary_answer(request: LlmRequest) -> str:

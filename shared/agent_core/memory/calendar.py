@@ -7,7 +7,22 @@ from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from agent_core.domain.ids import base36
+from agent_core.errors import InvalidTimezone
 from agent_core.observability import logger
+
+MAX_ZONE_NAME = 64
+
+
+def valid_zone(name: str, param: str = "timezone") -> str:
+    """`name` if it is an IANA zone the server knows (Europe/Paris, UTC); InvalidTimezone (400) otherwise."""
+    problem = f"{param} must be an IANA time zone name such as Europe/Paris, not {name[:MAX_ZONE_NAME]!r}"
+    if not name or len(name) > MAX_ZONE_NAME:
+        raise InvalidTimezone(problem, param=param)
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise InvalidTimezone(problem, param=param) from exc
+    return name
 
 
 def zone(name: str | None, default: str) -> ZoneInfo:

@@ -63,6 +63,12 @@ class TimeRange:
     end: date
     phrase: str
 
+    def label(self, joiner: str = "to") -> str:
+        """`2026-01-07` for one day, `2026-01-05 to 2026-01-07` for several."""
+        if self.start == self.end:
+            return self.start.isoformat()
+        return f"{self.start} {joiner} {self.end}" if joiner != ".." else f"{self.start}..{self.end}"
+
 
 Span: TypeAlias = tuple[date, date]
 Resolver: TypeAlias = Callable[[re.Match[str], date], Span | None]

@@ -129,11 +129,12 @@ class AgentCatalog:
     def __init__(self, agents: list[AgentDefinition]) -> None:
         self._agents = {a.key: a for a in agents}
 
-    def get(self, key: str | None) -> AgentDefinition:
+    def get(self, key: str | None, param: str = "agentKey") -> AgentDefinition:
+        """The agent; `param` names the request field that carried the key, for the 404."""
         agent = self._agents.get(key or DEFAULT_AGENT)
         if agent is None:
             known = ", ".join(sorted(self._agents))
-            raise NotFound(f"unknown agent {key!r}; known agents: {known}", param="agentKey", code="agent_not_found")
+            raise NotFound(f"unknown agent {key!r}; known agents: {known}", param=param, code="agent_not_found")
         return agent
 
     def all(self) -> list[AgentDefinition]:

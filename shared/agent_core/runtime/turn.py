@@ -42,6 +42,8 @@ class TurnRequest:
     client_tools: frozenset[str] = frozenset()
     # Where clients reach the API (data links are built on it); '' keeps links root-relative.
     public_base_url: str = ""
+    timezone: str | None = None  # the zone the client names for this request (validated); else the profile's
+    chat_param: str = "chatId"  # how the caller's API names the chat id (in a not-found error)
 
 
 @dataclass
@@ -102,7 +104,7 @@ async def _open_chat(deps: RunDeps, req: TurnRequest, at_ms: int) -> tuple[Chat,
         return chat, None, await deps.store.get_profile(req.user_id), True
     context = await deps.store.load_turn_context(req.chat_id, req.user_id)
     if context is None:
-        raise NotFound("conversation not found", param="conversationId", code="conversation_not_found")
+        raise NotFound("conversation not found", param=req.chat_param, code="conversation_not_found")
     return context.chat, context.summary, context.profile, False
 
 
@@ -122,7 +124,7 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
     at_ms = to_ms(req.now) if req.now else now_ms()
     chat, summary, profile, created = await _open_chat(deps, req, at_ms)
     agent = deps.agents.get(req.agent_key or chat.agent_key)
-    tz = zone(profile.timezone if profile else None, s.default_timezone)
+    tz = zone(req.timezone or (profile.timezone if profile else None), s.default_timezone)
     run_id = new_run_id()
     run = Run(
         run_id=run_id,

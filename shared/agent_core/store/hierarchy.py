@@ -34,6 +34,11 @@ class HierarchyStore:
     async def put_profile(self, profile: Profile) -> None:
         await self.table.put(it.profile_to_item(profile))
 
+    async def set_profile_timezone(self, user_id: str, timezone: str, at_ms: int) -> Profile:
+        """Set only the zone (one UpdateItem, creating the profile if needed): facts merged meanwhile stay."""
+        item = await self.table.update(it.profile_key(user_id), Update(set={"timezone": timezone, "updatedAt": at_ms}))
+        return it.profile_from_item(item)
+
     async def delete_profile(self, user_id: str) -> bool:
         if await self.table.get(it.profile_key(user_id)) is None:
             return False

@@ -16,11 +16,22 @@ from agent_core.context import AppContext
 from agent_core.domain.models import Role
 from agent_core.errors import InvalidRequest
 from agent_core.protocol.sse import encode_sse, with_pings
+from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.ephemeral import ephemeral_deps, seed_chat
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
+from agent_core.tools.registry import ToolRegistry
 
 router = APIRouter(prefix="/api/chat", tags=["chain"])
+
+
+def without_frontend_tools(agent: AgentDefinition, registry: ToolRegistry) -> dict[str, object]:
+    """The agent's tools minus frontend tools: nothing stored means no submit could ever reach the run's wait.
+
+    UI actions stay (the run does not wait for them); a built-in frontend tool such as `ask_user` goes too.
+    """
+    kept = [ref for ref in agent.tools if (tool := registry.get(ref.name)) is None or tool.kind != "frontend"]
+    return {"tools": kept, "frontend_tools": []}
 
 
 class ChainMessage(Body):
@@ -41,8 +52,8 @@ async def chain_stream(
 ) -> StreamingResponse:
     if body.messages[-1].role != "user":
         raise InvalidRequest("the last message must be the user's", param="messages")
-    agent = ctx.deps.agents.get(body.agent_name)
-    changes: dict[str, object] = {}
+    agent = ctx.deps.agents.get(body.agent_name, param="agentName")
+    changes: dict[str, object] = without_frontend_tools(agent, ctx.deps.tools.registry)
     if body.strategy is not None:
         changes["mode"] = "react" if body.strategy == "prompt" else "function"
     if body.react_verbose is not None:

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from agent_core.api.deps import app_context, current_user, link_base, request_now
+from agent_core.api.deps import app_context, current_user, link_base, request_now, request_timezone
 from agent_core.api.schemas import (
     ChatIn,
     ChatOut,
@@ -106,6 +106,8 @@ async def chat(
         deadline_ms=ctx.settings.turn_deadline_ms,
         now=request_now(request),
         public_base_url=link_base(request),
+        timezone=request_timezone(request, body.timezone),
+        chat_param="conversationId",
     )
     try:
         result = await run_blocking(ctx.deps, turn)

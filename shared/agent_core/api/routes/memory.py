@@ -7,10 +7,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 
 from agent_core.api.deps import app_context, current_user, request_now
+from agent_core.api.schemas import Body
 from agent_core.context import AppContext
 from agent_core.domain.ids import now_ms
+from agent_core.domain.models import Profile
 from agent_core.errors import NotFound
-from agent_core.memory.calendar import to_ms
+from agent_core.memory.calendar import to_ms, valid_zone
 from agent_core.runtime.session_end import end_session
 
 router = APIRouter(prefix="/api/ap", tags=["memory"])
@@ -32,15 +34,31 @@ async def end_chat_session(chat_id: str, request: Request, ctx: Ctx, user: User)
     return {"chatId": chat_id, "ended": job is not None, "sessionId": job.session_id if job else None}
 
 
-@router.get("/profile")
-async def get_profile(ctx: Ctx, user: User) -> Any:
-    profile = await ctx.deps.store.get_profile(user)
+class ProfilePatch(Body):
+    timezone: str | None = None  # IANA name (Europe/Paris): the zone of the user's days, sessions and time queries
+
+
+def _profile_out(ctx: AppContext, user: str, profile: Profile | None) -> dict[str, Any]:
     facts = profile.facts if profile else []
     return {
         "userId": user,
         "timezone": (profile.timezone if profile else None) or ctx.settings.default_timezone,
         "facts": [{"aspect": f.aspect, "key": f.key, "value": f.value, "sourceDate": f.source_date} for f in facts],
     }
+
+
+@router.get("/profile")
+async def get_profile(ctx: Ctx, user: User) -> Any:
+    return _profile_out(ctx, user, await ctx.deps.store.get_profile(user))
+
+
+@router.patch("/profile")
+async def patch_profile(body: ProfilePatch, ctx: Ctx, user: User) -> Any:
+    """Change what the user may set on the profile: today its time zone (validated, 400 `invalid_timezone`)."""
+    if body.timezone is None:
+        return _profile_out(ctx, user, await ctx.deps.store.get_profile(user))
+    zone_name = valid_zone(body.timezone)
+    return _profile_out(ctx, user, await ctx.deps.store.set_profile_timezone(user, zone_name, now_ms()))
 
 
 @router.delete("/profile", status_code=204)

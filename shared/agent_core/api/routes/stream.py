@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
 from pydantic import Field
 
-from agent_core.api.deps import app_context, current_user, link_base, request_now
+from agent_core.api.deps import app_context, current_user, link_base, request_now, request_timezone
 from agent_core.api.routes.history import load_snapshot
 from agent_core.api.schemas import Body
 from agent_core.context import AppContext
@@ -33,6 +33,7 @@ class QueryIn(Body):
     chat_id: str | None = Field(None, max_length=64)
     agent_key: str | None = Field(None, max_length=64)
     request_id: str | None = Field(None, max_length=128, pattern=r"^[A-Za-z0-9._:\-]+$")
+    timezone: str | None = None  # IANA name; this request's zone instead of the profile's
 
 
 class CancelIn(Body):
@@ -73,6 +74,7 @@ async def query(
         agent_key=body.agent_key,
         now=request_now(request),
         public_base_url=link_base(request),
+        timezone=request_timezone(request, body.timezone),
     )
     # Everything that answers with an HTTP status (404, 409, 422, 413) happens before the stream starts.
     prepared = await prepare_turn(ctx.deps, turn)
