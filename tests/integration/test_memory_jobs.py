@@ -105,14 +105,19 @@ async def test_idle_job_closes_each_session_once_then_summary_and_profile() -> N
             run_idle_sessions(context.deps, DAY1 + timedelta(minutes=40)),
             run_idle_sessions(context.deps, DAY1 + timedelta(minutes=40)),
         )
-        assert sorted(r.enqueued for r in reports) == [0, 1]
+        # Summaries are enqueued before the session closes (a queue failure loses nothing), so both passes
+        # may enqueue it; the close is conditional (exactly one pass closes it) and the job idempotent.
+        assert sorted(int(r.details.get("closed", 0)) for r in reports) == [0, 1]
+        assert all(r.enqueued <= 1 for r in reports)
         await context.queue.join()
     sessions = await context.deps.store.list_sessions(chat_id)
     assert len(sessions) == 1 and sessions[0].summary.startswith("The user planned a trip")
     assert sessions[0].key_topics == ["Kyoto", "April trip"] and sessions[0].local_date == "2026-01-07"
     profile = await context.deps.store.get_profile("alice")
     assert profile is not None and [(f.aspect, f.value) for f in profile.facts] == [("budget", "about 8000 CNY")]
-    assert len([r for r in llm.requests if r.purpose == "summarize"]) == 2  # the session, then the profile facts
+    # The session (once, or twice when both overlapping passes' jobs run at once: one write wins), then the
+    # profile facts once (queued only by the job whose write won).
+    assert len([r for r in llm.requests if r.purpose == "summarize"]) in (2, 3)
 
 
 async def test_a_turn_after_the_idle_timeout_ends_the_stale_session_and_opens_a_new_one() -> None:
