@@ -63,6 +63,8 @@ class AgentDefinition(_Def):
     description: str = ""
     model: str | None = None
     mode: Literal["function", "react", "direct", "chain"] = "function"
+    # How chain's tool branch runs: ReAct JSON decisions ("prompt") or native tool calls ("function").
+    strategy: Literal["prompt", "function"] = "prompt"
     system_prompt: str = MAIN_PROMPT
     tools: list[ToolRef] = Field(default_factory=list)
     mcp_servers: list[McpServerConfig] = Field(default_factory=list)
