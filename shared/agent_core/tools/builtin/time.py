@@ -23,11 +23,13 @@ _PLACE = re.compile(
     "|".join(rf"\b{re.escape(c)}\b" if c.isascii() else re.escape(c) for c in sorted(_CITY_ZONES, key=len)[::-1]),
     re.IGNORECASE,
 )
+# "the time" is the clock only when a place, "now" or the end follows ("the time zone" is something else)
+_NOW_OR_PLACE = r"(?=\s*(?:$|[?.!,;:]|(?:in|at|for|there|here|now|right|today|please)\b))"
 # Plainly asking for the time or date now (a place may follow); not "how do I get the current time".
 _ASKS_TIME = (
     r"\bwhat\s+time\s+is\s+it\b",
-    r"\bwhat(?:'s|’s|\s+is)\s+the\s+(?:current\s+|local\s+)?(?:time|date)\b(?!\s+(?:zone|format))",
-    r"\b(?:tell|give|show)\s+me\s+the\s+(?:current\s+|local\s+)?(?:time|date)\b",
+    rf"\bwhat(?:'s|’s|\s+is)\s+the\s+(?:current\s+|local\s+)?(?:time|date){_NOW_OR_PLACE}",
+    rf"\b(?:tell|give|show)\s+me\s+the\s+(?:current\s+|local\s+)?(?:time|date){_NOW_OR_PLACE}",
     r"\b(?:current|local)\s+(?:time|date)\s+(?:in|at|for)\b",
     r"\bwhat\s+(?:day|date)\s+is\s+(?:it|today)\b|\btoday(?:'s|’s)\s+date\b",
     r"现在是?几点|几点了|(?:今天|今日)是?(?:几号|几月几[号日]|(?:星期|周|礼拜)几)|(?:现在|当前)(?:是)?(?:什么)?时间",
