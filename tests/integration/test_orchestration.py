@@ -128,7 +128,7 @@ async def test_chain_direct_streams_the_answer_from_one_call_and_the_tool_branch
     assert len([e for e in events if e["type"] == "tool.start"]) == 1
     assert text(events) == "**Polished** answer", "only the enhanced answer is streamed"
     assert "raw react answer" in llm.requests[-1].messages[-1]["content"]
-    assert [r.purpose for r in llm.requests] == ["intent", "react", "react", "chat"]
+    assert [r.purpose for r in llm.requests] == ["intent", "react", "react", "enhance"]
 
 
 async def test_direct_mode_offers_no_tools() -> None:

@@ -97,6 +97,11 @@ class OfflineLlm:
         messages = request.messages
         last_user = _last_user_index(messages)
         question = str(messages[last_user].get("content") or "") if last_user >= 0 else ""
+        if request.purpose == "enhance":  # nothing to polish without a model: the raw result as it is
+            raw = str(messages[-1].get("content") or "").partition("Raw result:\n")[2]
+            async for delta in self._text(request, raw or PREFIX):
+                yield delta
+            return
         if request.purpose in ("intent", "react"):
             async for delta in self._text(request, self._decision(request.purpose, messages)):
                 yield delta
@@ -131,7 +136,7 @@ class OfflineLlm:
             mode = "react" if calls else "direct"
             return json.dumps({"mode": mode, "reason": f"{PREFIX} {'a tool fits' if calls else 'no tool needed'}"})
         observations = [
-            str(m.get("content"))
+            str(m.get("content"))[len("Observation:") :].strip()
             for m in messages
             if m.get("role") == "user" and str(m.get("content") or "").startswith("Observation:")
         ]

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from agent_core.runtime.loop import TurnRunner
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
+RAW_RESULT = "Raw result:\n"
 ENHANCE_PROMPT = (
     "Rewrite the raw result below as the final answer to the user's question: clear, well-structured "
     "Markdown in the user's language. Keep every fact; add nothing that is not in the result."
@@ -156,9 +157,9 @@ async def enhance(r: TurnRunner, raw: str) -> AsyncIterator[Event]:
     """One more streamed call that turns a raw result into the user-facing Markdown answer."""
     messages = [
         {"role": "system", "content": ENHANCE_PROMPT},
-        {"role": "user", "content": f"Question:\n{r.message}\n\nRaw result:\n{raw}"},
+        {"role": "user", "content": f"Question:\n{r.message}\n\n{RAW_RESULT}{raw}"},
     ]
-    async for event in r.model_step(messages):
+    async for event in r.model_step(messages, purpose="enhance"):
         yield event
     assert r.last is not None
     text = r.last.text()

@@ -244,7 +244,7 @@ class TurnRunner:
         *,
         tools: list[dict[str, Any]] | None = None,
         forward_content: bool = True,
-        purpose: Literal["chat", "intent", "react"] = "chat",
+        purpose: Literal["chat", "intent", "react", "enhance"] = "chat",
         lead: str = "",
     ) -> AsyncIterator[Event]:
         """Stream one model call, forwarding each delta at once; `self.last` holds what it produced.
