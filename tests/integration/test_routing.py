@@ -9,14 +9,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 import pytest
 
+from agent_core.api import routes
+from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
 from agent_core.store.memory import MemoryTable
 from tests.support.fixtures import make_settings
 from tests.support.openai_stub import OpenAiStub, StubScript
 from tests.support.runs import run_turn, text
+from tests.support.server import serve
+from tests.support.sse import sse_events
 
 MAIN_TOOLS = ["time", "http_get", "save_file", "ask_user", "get_user_profile", "search_chat_history"]
 
@@ -211,3 +216,24 @@ async def test_a_401_naming_tools_is_not_a_fallback(openai_stub: OpenAiStub) -> 
     agent = AgentDefinition(key="f", name="F", tools=["time"])
     events = await run_turn(stub_context(openai_stub, agent), "f", "hello")
     assert events[-1]["type"] == "run.error" and "run.warning" not in [e["type"] for e in events]
+
+
+def test_offline_quick_rules_then_the_model_completes_with_the_frontend_tool() -> None:
+    # Given the offline model and the README's message: two quick rules, and a frontend tool for the model
+    context = build_context(make_settings(), table=MemoryTable(), audit=lambda _: None)
+    message = 'what time is it in Tokyo? save this as notes.txt: meet at 3pm. ask me to pick "tea" or "coffee"'
+    events: list[dict[str, Any]] = []
+    with serve(build_app(*routes.local, context=context)) as base, httpx.Client(base_url=base, timeout=30) as c:
+        with c.stream("POST", "/api/ap/query", json={"message": message}) as response:
+            for event in sse_events(response):
+                events.append(event)
+                if event["type"] == "tool.end" and event["toolId"].startswith("call_"):
+                    body = {"runId": event["runId"], "toolId": event["toolId"], "params": {"choice": "tea"}}
+                    assert c.post("/api/ap/submit", json=body).json()["accepted"] is True
+    # Then the rules ran time and save_file; the answer call (tools offered) asked the user
+    starts = [(e["toolId"], e["toolName"]) for e in events if e["type"] == "tool.start"]
+    assert starts[:2] == [("quick_0", "save_file"), ("quick_1", "time")]
+    assert [name for _, name in starts[2:]] == ["ask_user"]
+    assert all(e["status"] == "ok" for e in events if e["type"] == "tool.result")
+    assert text(events).startswith("[offline model]")
+    assert_grammar(events)
