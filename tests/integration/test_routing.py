@@ -223,13 +223,16 @@ def test_offline_quick_rules_then_the_model_completes_with_the_frontend_tool() -
     context = build_context(make_settings(), table=MemoryTable(), audit=lambda _: None)
     message = 'what time is it in Tokyo? save this as notes.txt: meet at 3pm. ask me to pick "tea" or "coffee"'
     events: list[dict[str, Any]] = []
-    with serve(build_app(*routes.local, context=context)) as base, httpx.Client(base_url=base, timeout=30) as c:
-        with c.stream("POST", "/api/ap/query", json={"message": message}) as response:
-            for event in sse_events(response):
-                events.append(event)
-                if event["type"] == "tool.end" and event["toolId"].startswith("call_"):
-                    body = {"runId": event["runId"], "toolId": event["toolId"], "params": {"choice": "tea"}}
-                    assert c.post("/api/ap/submit", json=body).json()["accepted"] is True
+    with (
+        serve(build_app(*routes.local, context=context)) as base,
+        httpx.Client(base_url=base, timeout=30) as c,
+        c.stream("POST", "/api/ap/query", json={"message": message}) as response,
+    ):
+        for event in sse_events(response):
+            events.append(event)
+            if event["type"] == "tool.end" and event["toolId"].startswith("call_"):
+                body = {"runId": event["runId"], "toolId": event["toolId"], "params": {"choice": "tea"}}
+                assert c.post("/api/ap/submit", json=body).json()["accepted"] is True
     # Then the rules ran time and save_file; the answer call (tools offered) asked the user
     starts = [(e["toolId"], e["toolName"]) for e in events if e["type"] == "tool.start"]
     assert starts[:2] == [("quick_0", "save_file"), ("quick_1", "time")]
