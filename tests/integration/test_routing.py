@@ -18,7 +18,7 @@ from agent_core.context import AppContext, build_context
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
 from agent_core.store.memory import MemoryTable
 from tests.support.fixtures import make_settings
-from tests.support.openai_stub import OpenAiStub, StubScript
+from tests.support.openai_stub import Chunk, OpenAiStub, StubScript
 from tests.support.runs import run_turn, text
 from tests.support.server import serve
 from tests.support.sse import sse_events
@@ -239,4 +239,19 @@ def test_offline_quick_rules_then_the_model_completes_with_the_frontend_tool() -
     assert [name for _, name in starts[2:]] == ["ask_user"]
     assert all(e["status"] == "ok" for e in events if e["type"] == "tool.result")
     assert text(events).startswith("[offline model]")
+    assert_grammar(events)
+
+
+async def test_progressive_parts_read_as_prose_and_the_last_part_may_complete_with_tools(
+    openai_stub: OpenAiStub,
+) -> None:
+    # Given a progressive agent whose quick rule saw Tokyo only; the last part's call asks for London
+    part = StubScript.tool_calls([{"id": "c_ldn", "name": "time", "arguments": {"timezone": "Europe/London"}}])
+    part.chunks.insert(0, Chunk(content="Tokyo is at 13:00."))
+    openai_stub.enqueue(part, StubScript.text("London is at 04:00."))
+    agent = AgentDefinition(key="p", name="P", tools=["time"], compose="progressive")
+    events = await run_turn(stub_context(openai_stub, agent), "p", "What time is it in Tokyo? And in London?")
+    assert [e["toolId"] for e in events if e["type"] == "tool.start"] == ["quick_0", "c_ldn"]
+    assert text(events) == "Let me look that up.\n\nTokyo is at 13:00.\n\nLondon is at 04:00."
+    assert offered(openai_stub.requests[0]) == ["time"], "the last (here: only) part offers the tools"
     assert_grammar(events)

@@ -131,26 +131,47 @@ async def progressive(r: TurnRunner, calls: list[ToolCall], *, content: str = ""
     """A filler line at once, then one streamed answer part per tool as it completes (fastest first).
 
     Parts are separate paragraphs: each part after the first starts with a paragraph break (streamed as
-    its first delta), so a client that concatenates the deltas reads prose in any language.
+    its first delta), so a client that concatenates the deltas reads prose in any language. The last
+    part's call offers the agent's tools: calls it makes run through the function loop, whose answer
+    follows the parts.
     """
     filler = filler_line(r.message)
     parts = [filler]
+    answered: list[int] = []
+    follow_up: list[tuple[ToolCall, Event]] = []
     async for event in r.text_block(filler):
         yield event
 
     async def on_result(execution: ToolExecution) -> AsyncIterator[Event]:
-        lead = separator(parts[-1])
-        async for event in r.model_step(_part_messages(r, execution, first=len(parts) == 1), lead=lead):
+        answered.append(1)
+        last = len(answered) == len(calls)
+        tools = r.toolset.schemas() if last else None
+        messages = _part_messages(r, execution, first=len(parts) == 1)
+        async for event in r.model_step(messages, tools=tools, lead=separator(parts[-1])):
             yield event
         assert r.last is not None
-        if r.last.tool_calls():
-            yield RunWarning(code="unoffered_tool_calls", message="an answer part called tools unoffered")
         if r.last.text().strip():
             parts.append(r.last.text())
+        if tools:
+            follow_up.extend(r.last.end_calls())
+        elif r.last.tool_calls():
+            yield RunWarning(code="unoffered_tool_calls", message="an answer part called tools unoffered")
 
     async for event in r.run_calls(calls, content=content, on_result=on_result):
         yield event
-    r.answer("".join(parts).rstrip())
+    text = "".join(parts).rstrip()
+    if not follow_up:
+        r.answer(text)
+        return
+    from agent_core.runtime.strategies.function import function_loop
+
+    async for event in r.end_calls(follow_up):
+        yield event
+    async for event in r.run_calls([call for call, _ in follow_up], content=text):
+        yield event
+    async for event in function_loop(r, lead=separator(text), compose=False):
+        yield event
+    r.outcome.final_text = f"{text}{separator(text)}{r.outcome.final_text or ''}".rstrip()
 
 
 async def enhance(r: TurnRunner, raw: str) -> AsyncIterator[Event]:

@@ -43,19 +43,23 @@ def unparsable(arguments: str) -> bool:
         return True
 
 
-async def function_loop(r: TurnRunner, *, raw: bool = False) -> AsyncIterator[Event]:
+async def function_loop(
+    r: TurnRunner, *, raw: bool = False, lead: str = "", compose: bool = True
+) -> AsyncIterator[Event]:
     """Model steps offering the agent's tools until one answers without calling any.
 
     The window includes what the run already did (quick-rule calls, earlier steps). With `raw` (the
     chain's tool branch) nothing the model writes is streamed: the last text is kept in `r.raw_result`
-    for the enhancement call.
+    for the enhancement call. `lead` is streamed before the first step's text (a separator after
+    earlier answer parts); `compose=False` keeps progressive composition out (it is already running).
     """
     tools = r.toolset.schemas()
     bad_steps = 0
-    for _ in range(r.agent.max_steps):
+    for step in range(r.agent.max_steps):
         r.cancel.raise_if_cancelled()
         try:
-            async for event in r.model_step(r.window(), tools=tools, forward_content=not raw):
+            first_lead = "" if step else lead
+            async for event in r.model_step(r.window(), tools=tools, forward_content=not raw, lead=first_lead):
                 yield event
         except LlmRejectedTools as rejected:
             async for event in fall_back(r, "tools_rejected", rejected.message, raw=raw):
@@ -82,7 +86,7 @@ async def function_loop(r: TurnRunner, *, raw: bool = False) -> AsyncIterator[Ev
         async for event in r.end_calls(ends):
             yield event
         calls = [call for call, _ in ends]
-        if r.agent.compose == "progressive" and not raw:
+        if r.agent.compose == "progressive" and compose and not raw:
             async for event in progressive(r, calls, content=step_result.text()):
                 yield event
             return
