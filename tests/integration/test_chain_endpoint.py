@@ -156,3 +156,20 @@ async def test_a_yaml_chain_agent_behaves_the_same_on_the_stored_chat_route(open
     assert [e["delta"] for e in events if e["type"] == "content.delta"] == ["Hi ", "there."]
     assert len(openai_stub.requests) == 2
     assert_grammar(events)
+
+
+async def test_native_tool_calls_in_decision_calls_are_read_not_left_dangling(openai_stub: OpenAiStub) -> None:
+    # Given a model that answers the intent call and a ReAct step with native tool calls (none offered)
+    openai_stub.enqueue(
+        StubScript.tool_calls([{"id": "i1", "name": "time", "arguments": {}}]),
+        StubScript.tool_calls([{"id": "d1", "name": "time", "arguments": {"timezone": "UTC"}}]),
+        _decision("final_answer", "raw"),
+        StubScript.text("Enhanced."),
+    )
+    events = events_in((await _chain(_context(openai_stub), "time?")).text)
+    # Then the intent counts as the tool branch and the step's call runs as a ReAct tool_call
+    assert next(e for e in events if e["type"] == "run.route")["reason"].startswith("react")
+    assert [e["toolId"] for e in events if e["type"] == "tool.start"] == ["react_1"]
+    assert json.loads(next(e for e in events if e["type"] == "tool.args")["delta"]) == {"timezone": "UTC"}
+    assert text(events) == "Enhanced."
+    assert_grammar(events)

@@ -255,3 +255,14 @@ async def test_progressive_parts_read_as_prose_and_the_last_part_may_complete_wi
     assert text(events) == "Let me look that up.\n\nTokyo is at 13:00.\n\nLondon is at 04:00."
     assert offered(openai_stub.requests[0]) == ["time"], "the last (here: only) part offers the tools"
     assert_grammar(events)
+
+
+async def test_a_mixed_history_message_runs_the_lookup_beside_another_quick_rule(openai_stub: OpenAiStub) -> None:
+    openai_stub.enqueue(StubScript.text("Nothing yesterday; Tokyo is at 13:00."))
+    message = "what did we discuss yesterday, and what time is it in Tokyo?"
+    events = await run_turn(stub_context(openai_stub, MAIN), "main", message)
+    route = next(e for e in events if e["type"] == "run.route")
+    assert route["matchedTools"] == ["search_chat_history", "time"]
+    assert [e["status"] for e in events if e["type"] == "tool.result"] == ["ok", "ok"]
+    assert len(openai_stub.requests) == 1
+    assert_grammar(events)
