@@ -115,6 +115,7 @@ async def test_max_steps_per_request_ends_the_tool_branch(openai_stub: OpenAiStu
     events = events_in(response.text)
     assert events[-1]["finishReason"] == "max_steps" and "1 steps" in text(events)
     assert len(openai_stub.requests) == 2, "intent + one step; no enhancement after maxSteps"
+    assert "react.step" not in [e["type"] for e in events], "reactVerbose is off unless asked for"
     assert_grammar(events)
 
 
@@ -127,9 +128,11 @@ async def test_max_steps_out_of_range_is_a_400_before_any_work(openai_stub: Open
     assert openai_stub.requests == []
 
 
-async def test_an_unknown_strategy_is_rejected(openai_stub: OpenAiStub) -> None:
-    response = await _chain(_context(openai_stub), "hi", strategy="sideways")
-    assert response.status_code in (400, 422) and response.json()["error"]["param"] == "strategy"
+@pytest.mark.parametrize(("option", "value"), [("strategy", "sideways"), ("maxSteps", True), ("maxSteps", "5")])
+async def test_options_of_the_wrong_kind_are_rejected(openai_stub: OpenAiStub, option: str, value: Any) -> None:
+    response = await _chain(_context(openai_stub), "hi", **{option: value})
+    assert response.status_code in (400, 422) and response.json()["error"]["param"] == option
+    assert openai_stub.requests == []
 
 
 async def test_the_chain_runs_offline_too() -> None:

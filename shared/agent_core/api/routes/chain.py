@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from agent_core.api.deps import app_context, current_user
 from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
@@ -41,7 +41,7 @@ class ChainIn(Body):
     messages: list[ChainMessage] = Field(min_length=1, max_length=500)
     agent_name: str | None = Field(None, max_length=64)
     strategy: Literal["prompt", "function"] = "prompt"
-    max_steps: int | None = None  # range-checked in the route: out of range is a 400, never clamped
+    max_steps: StrictInt | None = None  # range-checked in the route: out of range is a 400, never clamped
     react_verbose: bool | None = None
 
 
