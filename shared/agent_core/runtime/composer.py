@@ -52,7 +52,8 @@ async def settle_answer(r: TurnRunner, *, loop: bool = True, raw: bool = False) 
     text = step.text()
     names = list(dict.fromkeys(call.name for call in step.tool_calls()))
     if names:
-        yield RunWarning(code="unoffered_tool_calls", message=f"the model called {', '.join(names)} unoffered")
+        message = f"the model called {', '.join(names)} in a call that offered no tools"
+        yield RunWarning(code="unoffered_tool_calls", message=message)
         if loop and not text and r.toolset.schemas():
             from agent_core.runtime.strategies.function import function_loop
 
@@ -137,15 +138,15 @@ async def progressive(r: TurnRunner, calls: list[ToolCall], *, content: str = ""
     """
     filler = filler_line(r.message)
     parts = [filler]
-    answered: list[int] = []
     follow_up: list[tuple[ToolCall, Event]] = []
     async for event in r.text_block(filler):
         yield event
+    results = 0
 
     async def on_result(execution: ToolExecution) -> AsyncIterator[Event]:
-        answered.append(1)
-        last = len(answered) == len(calls)
-        tools = r.toolset.schemas() if last else None
+        nonlocal results
+        results += 1
+        tools = r.toolset.schemas() if results == len(calls) else None
         messages = _part_messages(r, execution, first=len(parts) == 1)
         async for event in r.model_step(messages, tools=tools, lead=separator(parts[-1])):
             yield event
@@ -155,7 +156,8 @@ async def progressive(r: TurnRunner, calls: list[ToolCall], *, content: str = ""
         if tools:
             follow_up.extend(r.last.end_calls())
         elif r.last.tool_calls():
-            yield RunWarning(code="unoffered_tool_calls", message="an answer part called tools unoffered")
+            message = "an answer part called tools in a call that offered none"
+            yield RunWarning(code="unoffered_tool_calls", message=message)
 
     async for event in r.run_calls(calls, content=content, on_result=on_result):
         yield event
