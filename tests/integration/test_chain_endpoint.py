@@ -176,3 +176,11 @@ async def test_native_tool_calls_in_decision_calls_are_read_not_left_dangling(op
     assert json.loads(next(e for e in events if e["type"] == "tool.args")["delta"]) == {"timezone": "UTC"}
     assert text(events) == "Enhanced."
     assert_grammar(events)
+
+
+async def test_the_offline_model_chooses_only_among_the_tools_its_prompt_lists() -> None:
+    context = _context()
+    context.deps.agents = AgentCatalog([AgentDefinition(key="bare", name="Bare", mode="chain")])
+    events = events_in((await _chain(context, "what time is it in Tokyo?", agentName="bare")).text)
+    assert next(e for e in events if e["type"] == "run.route")["reason"].startswith("direct")
+    assert "tool.start" not in [e["type"] for e in events] and events[-1]["type"] == "run.complete"

@@ -28,6 +28,11 @@ def _last_user_index(messages: list[dict[str, Any]]) -> int:
     return -1
 
 
+# How the prompt strategies list tools: ReAct "- name: description ..." lines, intent "tools are needed (a, b)".
+_LISTED_TOOL = re.compile(r"^- ([A-Za-z0-9_.-]+): ", re.MULTILINE)
+_INTENT_TOOLS = re.compile(r"tools are needed \(([^)]*)\)")
+
+
 def _original_question(messages: list[dict[str, Any]]) -> str:
     """The last user message that is not a ReAct observation or a retry request."""
     for message in reversed(messages):
@@ -83,11 +88,8 @@ class OfflineLlm:
     fits the question, else `direct`) and ReAct steps (one tool per step, then the final answer).
     """
 
-    def __init__(
-        self, quick_matcher: QuickMatcher | None = None, tool_names: Callable[[], list[str]] | None = None
-    ) -> None:
+    def __init__(self, quick_matcher: QuickMatcher | None = None) -> None:
         self._quick_matcher = quick_matcher
-        self._tool_names = tool_names
 
     async def stream(self, request: LlmRequest) -> AsyncIterator[LlmDelta]:
         if request.purpose == "summarize":
@@ -123,15 +125,23 @@ class OfflineLlm:
         async for delta in self._text(request, f"{PREFIX} You said: {question}"):
             yield delta
 
-    def _all_calls(self, question: str) -> list[tuple[str, dict[str, Any]]]:
-        if self._quick_matcher is None or self._tool_names is None:
+    def _listed_calls(self, question: str, messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+        """The calls it would make among the tools its prompt lists (as a model reads them)."""
+        listed: set[str] = set()
+        for message in messages:
+            if message.get("role") == "system":
+                content = str(message.get("content") or "")
+                listed.update(_LISTED_TOOL.findall(content))
+                for names in _INTENT_TOOLS.findall(content):
+                    listed.update(n.strip() for n in names.split(","))
+        if self._quick_matcher is None or not listed:
             return []
-        return self._quick_matcher(question, set(self._tool_names()))
+        return self._quick_matcher(question, listed)
 
     def _decision(self, purpose: str, messages: list[dict[str, Any]]) -> str:
         """The JSON an intent analysis or a ReAct step asks for."""
         question = _original_question(messages)
-        calls = self._all_calls(question)
+        calls = self._listed_calls(question, messages)
         if purpose == "intent":
             mode = "react" if calls else "direct"
             return json.dumps({"mode": mode, "reason": f"{PREFIX} {'a tool fits' if calls else 'no tool needed'}"})
