@@ -22,7 +22,11 @@ class _Def(BaseModel):
 
 
 class ToolRef(_Def):
-    """A built-in tool by name; `quickMatch` overrides its quick rule (null disables it)."""
+    """A built-in tool by name; `quickMatch` overrides its quick rule (null disables it).
+
+    An override fires under the same rules as a built-in one (plain requests only, never for frontend
+    tools such as ask_user).
+    """
 
     name: str
     quick_match: str | None = "__inherit__"
