@@ -46,6 +46,9 @@ TIME_FIRES: list[tuple[str, list[str | None]]] = [
     ("今天是几号", [None]),
     ("今天星期几？", [None]),
     ("现在几点了？天气如何？", [None]),
+    ("告诉我现在的时间", [None]),
+    ("伦敦当前时间是多少？", ["Europe/London"]),
+    ("现在是什么时间", [None]),
 ]
 
 TIME_DOES_NOT_FIRE = [
@@ -64,6 +67,8 @@ TIME_DOES_NOT_FIRE = [
     "什么是时区",
     "解释一下现在几点这句话的意思",
     "时间过得真快",
+    "现在时间过得真快",
+    "当前时间戳怎么转换成日期",
 ]
 
 

@@ -32,7 +32,8 @@ _ASKS_TIME = (
     rf"\b(?:tell|give|show)\s+me\s+the\s+(?:current\s+|local\s+)?(?:time|date){_NOW_OR_PLACE}",
     r"\b(?:current|local)\s+(?:time|date)\s+(?:in|at|for)\b",
     r"\bwhat\s+(?:day|date)\s+is\s+(?:it|today)\b|\btoday(?:'s|’s)\s+date\b",
-    r"现在是?几点|几点了|(?:今天|今日)是?(?:几号|几月几[号日]|(?:星期|周|礼拜)几)|(?:现在|当前)(?:是)?(?:什么)?时间",
+    r"现在是?几点|几点了|(?:今天|今日)是?(?:几号|几月几[号日]|(?:星期|周|礼拜)几)|(?:现在|当前)是?什么时间"
+    r"|(?:现在|当前)的?时间(?:是)?(?:多少)?(?=\s*(?:[？?。.!！,，]|$))",
 )
 
 
