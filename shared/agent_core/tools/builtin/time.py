@@ -27,7 +27,7 @@ _PLACE = re.compile(
 _NOW_OR_PLACE = r"(?=\s*(?:$|[?.!,;:]|(?:in|at|for|there|here|now|right|today|please)\b))"
 # Plainly asking for the time or date now (a place may follow); not "how do I get the current time".
 _ASKS_TIME = (
-    r"\bwhat\s+time\s+is\s+it\b",
+    r"\bwhat\s+time\s+(?:is\s+it|it\s+is)\b",
     rf"\bwhat(?:'s|’s|\s+is)\s+the\s+(?:current\s+|local\s+)?(?:time|date){_NOW_OR_PLACE}",
     rf"\b(?:tell|give|show)\s+me\s+the\s+(?:current\s+|local\s+)?(?:time|date){_NOW_OR_PLACE}",
     r"\b(?:current|local)\s+(?:time|date)\s+(?:in|at|for)\b",
