@@ -75,7 +75,7 @@ def build_llm(settings: Settings, registry: ToolRegistry) -> LlmClient:
     if settings.effective_llm_provider == "offline":
         from agent_core.llm.offline import OfflineLlm
 
-        return OfflineLlm(registry.quick_calls)
+        return OfflineLlm(lambda message, names: registry.quick_calls(message, names, for_model=True))
     from agent_core.llm.openai_client import OpenAiLlmClient
 
     return OpenAiLlmClient(settings)

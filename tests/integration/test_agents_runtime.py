@@ -69,7 +69,11 @@ async def test_yaml_agent_with_mcp_tools_and_a_dead_server(tmp_path: Path) -> No
 
 async def test_agents_list_and_the_stateless_chain_endpoint(tmp_path: Path) -> None:
     _write_agent(tmp_path, "http://127.0.0.1:9/mcp", "http://127.0.0.1:9/mcp")
-    llm = ScriptedLlm(Reply(text='{"thought": "t", "action": "final_answer", "action_input": "forty-two"}'))
+    llm = ScriptedLlm(
+        Reply(text='{"mode": "react", "reason": "r"}'),
+        Reply(text='{"thought": "t", "action": "final_answer", "action_input": "forty-two"}'),
+        Reply(text="Forty-two."),
+    )
     table = MemoryTable()
     context = build_context(
         make_settings(AGENT_DEFINITIONS_DIR=str(tmp_path)), table=table, llm=llm, audit=lambda _: None
@@ -93,7 +97,7 @@ async def test_agents_list_and_the_stateless_chain_endpoint(tmp_path: Path) -> N
         assert response.status_code == 200
     events = events_in(response.text)
     assert [e["type"] for e in events if e["type"] == "react.step"] == ["react.step"]
-    assert text(events) == "forty-two" and events[-1]["type"] == "run.complete"
+    assert text(events) == "Forty-two." and events[-1]["type"] == "run.complete"
     sent = llm.requests[0].messages
     assert [m["content"] for m in sent if m["role"] in ("user", "assistant")][:3] == ["hi", "hello", "answer?"]
     assert table.item_count() == 0, "the stateless endpoint stores nothing"

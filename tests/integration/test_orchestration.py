@@ -31,7 +31,7 @@ def _json(value: dict[str, Any]) -> Reply:
     return Reply(text=json.dumps(value))
 
 
-async def test_quick_rules_call_one_or_two_tools_with_no_routing_call() -> None:
+async def test_quick_rules_call_tools_with_no_routing_call_and_the_answer_call_offers_the_tools() -> None:
     llm = ScriptedLlm(Reply(text="It is late in Tokyo."), Reply(text="Both done."))
     agent = AgentDefinition(key="a", name="A", tools=["time", "save_file"])
     context = _context(llm, agent)
@@ -41,12 +41,13 @@ async def test_quick_rules_call_one_or_two_tools_with_no_routing_call() -> None:
     assert route["matchedTools"] == ["time"] and route["reason"] == "quick rule matched"
     assert [e["toolId"] for e in events if e["type"] == "tool.start"] == ["quick_0"]
     assert len(llm.requests) == 1, "exactly one LLM call: the answer"
-    assert llm.requests[0].tools == [], "the answer call offers no tools"
+    offered = [t["function"]["name"] for t in llm.requests[0].tools]
+    assert offered == ["time", "save_file"], "the answer call still offers the agent's tools"
     assert text(events) == "It is late in Tokyo."
-    # Two tools
-    events = await run_turn(context, "a", "what time is it? and save it as t.txt: now")
-    route = next(e for e in events if e["type"] == "run.route")
-    assert route["matchedTools"] == ["save_file", "time"]
+    # Two places in one question: one call per place
+    events = await run_turn(context, "a", "what time is it in Tokyo and in London?")
+    args = [json.loads(e["delta"]) for e in events if e["type"] == "tool.args"]
+    assert args == [{"timezone": "Asia/Tokyo"}, {"timezone": "Europe/London"}]
     assert len(llm.requests) == 2 and all(e["status"] == "ok" for e in events if e["type"] == "tool.result")
 
 
@@ -107,25 +108,27 @@ async def test_react_user_input_ends_the_run() -> None:
     assert events[-1]["finishReason"] == "user_input" and text(events) == "Which city?"
 
 
-@pytest.mark.parametrize(("intent", "tool_calls"), [("direct", 0), ("react", 1)])
-async def test_chain_intent_picks_the_branch_then_enhances(intent: str, tool_calls: int) -> None:
-    replies = [_json({"mode": intent, "reason": "because"})]
-    if intent == "direct":
-        replies.append(Reply(text="raw direct answer"))
-    else:
-        replies.append(
-            _json({"thought": "t", "action": "tool_call", "action_input": {"tool_name": "time", "parameters": {}}})
-        )
-        replies.append(_json({"thought": "t", "action": "final_answer", "action_input": "raw react answer"}))
-    replies.append(Reply(text="**Polished** answer"))
-    llm = ScriptedLlm(*replies)
+async def test_chain_direct_streams_the_answer_from_one_call_and_the_tool_branch_is_enhanced() -> None:
     agent = AgentDefinition(key="c", name="C", mode="chain", tools=["time"])
+    # Direct: intent + one streamed answer, no enhancement
+    llm = ScriptedLlm(_json({"mode": "direct", "reason": "knowledge"}), Reply(text="raw direct answer"))
     events = await run_turn(_context(llm, agent), "c", "tell me")
     route = next(e for e in events if e["type"] == "run.route")
-    assert route["mode"] == "chain" and route["reason"].startswith(intent)
-    assert len([e for e in events if e["type"] == "tool.start"]) == tool_calls
+    assert route["mode"] == "chain" and route["reason"].startswith("direct")
+    assert text(events) == "raw direct answer" and len(llm.requests) == 2
+    assert [r.purpose for r in llm.requests] == ["intent", "chat"]
+    # Tool branch (prompt strategy by default), then the enhancement call streams the answer
+    llm = ScriptedLlm(
+        _json({"mode": "react", "reason": "needs the clock"}),
+        _json({"thought": "t", "action": "tool_call", "action_input": {"tool_name": "time", "parameters": {}}}),
+        _json({"thought": "t", "action": "final_answer", "action_input": "raw react answer"}),
+        Reply(text="**Polished** answer"),
+    )
+    events = await run_turn(_context(llm, agent), "c", "tell me")
+    assert len([e for e in events if e["type"] == "tool.start"]) == 1
     assert text(events) == "**Polished** answer", "only the enhanced answer is streamed"
-    assert "raw" in llm.requests[-1].messages[-1]["content"]
+    assert "raw react answer" in llm.requests[-1].messages[-1]["content"]
+    assert [r.purpose for r in llm.requests] == ["intent", "react", "react", "enhance"]
 
 
 async def test_direct_mode_offers_no_tools() -> None:
@@ -220,6 +223,7 @@ async def test_progressive_answers_follow_tool_completion_order() -> None:
         ("content.delta", "Fast resu"),
         ("content.delta", "lt is in."),
         ("tool.result", "c_slow"),
+        ("content.delta", "\n\n"),
         ("content.delta", "Also, slow r"),
         ("content.delta", "esult is in."),
     ]

@@ -8,6 +8,7 @@ from agent_core.domain.events import (
     ActionStart,
     RequestQuery,
     RunComplete,
+    RunError,
     ToolArgs,
     ToolResult,
     ToolStart,
@@ -51,6 +52,25 @@ def test_a_result_before_its_end_gets_the_end_first() -> None:
     assert [e["seq"] for e in out] == list(range(1, 11))
     assert out[0]["chatId"] == "c_1" and out[0]["requestId"] == "req1" and "chatId" not in out[1]
     assert out[-1]["chatId"] == "c_1" and "reason" not in out[4], "empty optional fields are omitted"
+
+
+def test_calls_a_run_left_open_are_ended_before_its_terminal_event() -> None:
+    # Given a run cut off while the model was still streaming a tool call and an action
+    a = _assembler()
+    out = []
+    for event in (
+        ToolStart(tool_id="t1", tool_name="time", tool_type="backend"),
+        ToolArgs(tool_id="t1", delta='{"time', chunk_index=0),
+        ActionStart(action_id="a1", action_name="highlight"),
+        RunError(code="llm_unavailable", message="connection error"),
+    ):
+        out += [e.wire() for e in a.process(event)]
+    # Then each call still gets its end, in start order, before run.error
+    assert [(e["type"], e.get("toolId") or e.get("actionId")) for e in out[-3:]] == [
+        ("tool.end", "t1"),
+        ("action.end", "a1"),
+        ("run.error", None),
+    ]
 
 
 def test_snapshot_closes_blocks_a_failed_run_left_open() -> None:

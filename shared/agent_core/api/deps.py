@@ -48,6 +48,8 @@ def request_now(request: Request) -> datetime | None:
 def link_base(request: Request) -> str:
     """Where the client reached this API (`AGENT_PUBLIC_BASE_URL`, else the gateway's address and stage path)."""
     return public_base_url(request, app_context(request).settings)
+
+
 def request_timezone(request: Request, value: str | None) -> str | None:
     """The zone the client names for this request: the body's `timezone`, else the `X-Timezone` header.
 

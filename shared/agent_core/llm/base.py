@@ -16,7 +16,8 @@ class LlmRequest(BaseModel):
     model: str
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] = Field(default_factory=list)
-    purpose: Literal["chat", "summarize"] = "chat"
+    # intent/react: JSON decisions; enhance: rewrite a raw result as the final answer
+    purpose: Literal["chat", "summarize", "intent", "react", "enhance"] = "chat"
     temperature: float | None = None
     max_tokens: int | None = None
     tool_choice: str | dict[str, Any] | None = None  # "auto" | "required" | {"type": "function", ...}

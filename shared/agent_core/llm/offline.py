@@ -39,6 +39,20 @@ def records(messages: list[dict[str, Any]]) -> list[str]:
     return [text[:RECORD_CHARS] for text in systems[1:] if text]
 
 
+# How the prompt strategies list tools: ReAct "- name: description ..." lines, intent "tools are needed (a, b)".
+_LISTED_TOOL = re.compile(r"^- ([A-Za-z0-9_.-]+): ", re.MULTILINE)
+_INTENT_TOOLS = re.compile(r"tools are needed \(([^)]*)\)")
+
+
+def _original_question(messages: list[dict[str, Any]]) -> str:
+    """The last user message that is not a ReAct observation or a retry request."""
+    for message in reversed(messages):
+        content = str(message.get("content") or "")
+        if message.get("role") == "user" and not content.startswith(("Observation:", "Your answer could not")):
+            return content
+    return ""
+
+
 def extractive_summary(text: str, limit: int = 1200) -> str:
     """First sentence of each line, de-duplicated, capped: a summary without a model."""
     seen: set[str] = set()
@@ -68,8 +82,22 @@ def key_topics(text: str, limit: int = 3) -> list[str]:
     return [w for w, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
 
 
+def _called_after(messages: list[dict[str, Any]], index: int) -> set[str]:
+    """Names of the tools already called after message `index` (this turn's calls)."""
+    return {
+        str(call.get("function", {}).get("name"))
+        for m in messages[index + 1 :]
+        for call in m.get("tool_calls") or []
+        if isinstance(call, dict)
+    }
+
+
 class OfflineLlm:
-    """Calls a tool when a declared tool's quick rule matches; otherwise answers from the records in its prompt."""
+    """Calls the declared tools its matcher picks (once each per turn); else answers from the records in its prompt.
+
+    It also answers the JSON decisions of the prompt strategies: intent analysis (`react` when a tool
+    fits the question, else `direct`) and ReAct steps (one tool per step, then the final answer).
+    """
 
     def __init__(self, quick_matcher: QuickMatcher | None = None) -> None:
         self._quick_matcher = quick_matcher
@@ -82,20 +110,63 @@ class OfflineLlm:
         messages = request.messages
         last_user = _last_user_index(messages)
         question = str(messages[last_user].get("content") or "") if last_user >= 0 else ""
+        if request.purpose == "enhance":  # nothing to polish without a model: the raw result as it is
+            raw = str(messages[-1].get("content") or "").partition("Raw result:\n")[2]
+            async for delta in self._text(request, raw or PREFIX):
+                yield delta
+            return
+        if request.purpose in ("intent", "react"):
+            async for delta in self._text(request, self._decision(request.purpose, messages)):
+                yield delta
+            return
         results = [m for m in messages[last_user + 1 :] if m.get("role") == "tool"]
+        declared = {str(t.get("function", {}).get("name")) for t in request.tools}
+        calls = self._quick_matcher(question, declared) if self._quick_matcher and declared else []
+        called = _called_after(messages, last_user)
+        calls = [(name, args) for name, args in calls if name not in called]
+        if calls:
+            async for delta in self._tool_calls(request, calls):
+                yield delta
+            return
         if results:
             lines = [f"{PREFIX} Tool results:"] + [str(m.get("content")) for m in results]
             async for delta in self._text(request, "\n".join(lines)):
                 yield delta
             return
-        declared = {str(t.get("function", {}).get("name")) for t in request.tools}
-        calls = self._quick_matcher(question, declared) if self._quick_matcher and declared else []
-        if calls:
-            async for delta in self._tool_calls(request, calls):
-                yield delta
-            return
         async for delta in self._text(request, self._answer(question, records(messages[:last_user]))):
             yield delta
+
+    def _listed_calls(self, question: str, messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+        """The calls it would make among the tools its prompt lists (as a model reads them)."""
+        listed: set[str] = set()
+        for message in messages:
+            if message.get("role") == "system":
+                content = str(message.get("content") or "")
+                listed.update(_LISTED_TOOL.findall(content))
+                for names in _INTENT_TOOLS.findall(content):
+                    listed.update(n.strip() for n in names.split(","))
+        if self._quick_matcher is None or not listed:
+            return []
+        return self._quick_matcher(question, listed)
+
+    def _decision(self, purpose: str, messages: list[dict[str, Any]]) -> str:
+        """The JSON an intent analysis or a ReAct step asks for."""
+        question = _original_question(messages)
+        calls = self._listed_calls(question, messages)
+        if purpose == "intent":
+            mode = "react" if calls else "direct"
+            return json.dumps({"mode": mode, "reason": f"{PREFIX} {'a tool fits' if calls else 'no tool needed'}"})
+        observations = [
+            str(m.get("content"))[len("Observation:") :].strip()
+            for m in messages
+            if m.get("role") == "user" and str(m.get("content") or "").startswith("Observation:")
+        ]
+        if len(observations) < len(calls):
+            name, args = calls[len(observations)]
+            action_input: Any = {"tool_name": name, "parameters": args}
+            return json.dumps({"thought": PREFIX, "action": "tool_call", "action_input": action_input})
+        answer = "\n".join([f"{PREFIX} Tool results:", *observations]) if observations else f"{PREFIX} {question}"
+        return json.dumps({"thought": PREFIX, "action": "final_answer", "action_input": answer}, ensure_ascii=False)
 
     @staticmethod
     def _answer(question: str, found: list[str]) -> str:

@@ -160,10 +160,16 @@ def read_secret_key(name: str) -> str:
 
 
 def rejects_tools(exc: BaseException, request: LlmRequest) -> bool:
-    """A 400 that names `tools` for a request that declared tools: the provider cannot do function calling."""
-    if not request.tools or not isinstance(exc, openai.BadRequestError):
+    """A 4xx naming tools or functions for a request that declared tools: no function calling there.
+
+    Not 429 (a rate limit is retried) nor 401/403 (credentials), whatever their message says.
+    """
+    if not request.tools or not isinstance(exc, openai.APIStatusError):
         return False
-    return "tool" in _upstream_message(exc).lower()
+    if not 400 <= exc.status_code < 500 or exc.status_code in (401, 403, 429):
+        return False
+    message = _upstream_message(exc).lower()
+    return "tool" in message or "function" in message
 
 
 def is_retryable(exc: BaseException) -> bool:

@@ -52,7 +52,7 @@ from itertools import pairwise
 from typing import TypeAlias
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-__all__ = ["TimeRange", "detect", "is_detail_question", "parse_range_args"]
+__all__ = ["TimeRange", "detect", "is_detail_question", "is_history_only", "parse_range_args"]
 
 
 @dataclass(frozen=True)
@@ -530,6 +530,47 @@ def detect(message: str, timezone: str, now: datetime) -> TimeRange | None:
     if not message or not _cue().search(_normalise(message)):
         return None
     return _find_time(message, _today(timezone, now))
+
+
+# A history question may carry clauses that add nothing but politeness or time words ("and the day
+# before?", "详细一点"); a clause with more than this is another request ("今天北京天气怎样").
+_CLAUSE_SPLIT = re.compile(r"[，,。？！?!;；\n]|\b(?:and\s+also|and|also|plus|then|but)\b|另外|还有|顺便|以及|然后")
+_FILLER_EN = frozenset(
+    re.split(
+        r"\s+",
+        "a an the and also please thanks thank you we us i me my our did do does what about that this it "
+        "then so ok okay hey hi again remind tell day days week weeks month months before after ago earlier "
+        "last morning night evening afternoon today yesterday tonight more detail details briefly",
+    )
+)
+_FILLER_ZH = re.compile(
+    r"我们|你|我|请|谢谢|详细|具体|一点|一下|简单|总结|说说|告诉|呢|吗|吧|啊|呀|了|的|和|再|都|也|那|这"
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z']+")
+_HAN = re.compile(r"[\u3400-\u9fff]")
+
+
+def _other_request(clause: str) -> bool:
+    """A clause with no history cue that still asks for something (two words, or three Han characters)."""
+    text = _normalise(clause)
+    for pattern, _ in _rules():
+        text = pattern.sub(" ", text)
+    words = [w for w in _WORD.findall(text.lower()) if w.strip("'") not in _FILLER_EN]
+    han = _HAN.findall(_FILLER_ZH.sub("", text))
+    return len(words) >= 2 or len(han) >= 3
+
+
+def is_history_only(message: str) -> bool:
+    """Whether every clause of the message is about past conversations (the fast path may take it whole).
+
+    "昨天聊了什么？" is; "昨天聊了什么，今天北京天气怎样？" and "what did we discuss yesterday, and
+    what time is it in Tokyo?" are not: their other clause is a request of its own.
+    """
+    cue = _cue()
+    for clause in _CLAUSE_SPLIT.split(message):
+        if clause.strip() and not cue.search(_normalise(clause)) and _other_request(clause):
+            return False
+    return True
 
 
 def is_detail_question(message: str) -> bool:

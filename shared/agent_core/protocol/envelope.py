@@ -38,8 +38,12 @@ class Envelope:
         return out
 
 
+TERMINAL = frozenset({"run.complete", "run.error", "run.cancel"})
+
+
 class EventAssembler:
-    """Stamps events in order and enforces the boundary rule: a result never precedes its call's end."""
+    """Stamps events in order and enforces the boundary rules: a result never precedes its call's end,
+    and every call started has its end before the terminal event (a run cut off mid-call ends it)."""
 
     def __init__(self, run_id: str, chat_id: str, request_id: str, clock: Callable[[], int] = now_ms) -> None:
         self.run_id = run_id
@@ -47,7 +51,7 @@ class EventAssembler:
         self.request_id = request_id
         self._clock = clock
         self._seq = 0
-        self._open: set[str] = set()
+        self._open: dict[str, type[ToolEnd] | type[ActionEnd]] = {}  # started calls without an end, in order
 
     def _stamp(self, event: Event) -> Envelope:
         self._seq += 1
@@ -56,18 +60,23 @@ class EventAssembler:
     def process(self, event: Event) -> list[Envelope]:
         out: list[Envelope] = []
         if isinstance(event, ToolStart):
-            self._open.add(event.tool_id)
+            self._open[event.tool_id] = ToolEnd
         elif isinstance(event, ActionStart):
-            self._open.add(event.action_id)
+            self._open[event.action_id] = ActionEnd
         elif isinstance(event, ToolEnd):
-            self._open.discard(event.tool_id)
+            self._open.pop(event.tool_id, None)
         elif isinstance(event, ActionEnd):
-            self._open.discard(event.action_id)
+            self._open.pop(event.action_id, None)
         elif isinstance(event, ToolResult) and event.tool_id in self._open:
-            self._open.discard(event.tool_id)
-            out.append(self._stamp(ToolEnd(tool_id=event.tool_id)))
+            out += self._close(event.tool_id)
         elif isinstance(event, ActionResult) and event.action_id in self._open:
-            self._open.discard(event.action_id)
-            out.append(self._stamp(ActionEnd(action_id=event.action_id)))
+            out += self._close(event.action_id)
+        elif event.type in TERMINAL:
+            for call_id in list(self._open):
+                out += self._close(call_id)
         out.append(self._stamp(event))
         return out
+
+    def _close(self, call_id: str) -> list[Envelope]:
+        end = self._open.pop(call_id)
+        return [self._stamp(ToolEnd(tool_id=call_id) if end is ToolEnd else ActionEnd(action_id=call_id))]

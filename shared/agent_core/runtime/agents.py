@@ -22,7 +22,11 @@ class _Def(BaseModel):
 
 
 class ToolRef(_Def):
-    """A built-in tool by name; `quickMatch` overrides its quick rule (null disables it)."""
+    """A built-in tool by name; `quickMatch` overrides its quick rule (null disables it).
+
+    An override fires under the same rules as a built-in one (plain requests only, never for frontend
+    tools such as ask_user).
+    """
 
     name: str
     quick_match: str | None = "__inherit__"
@@ -63,6 +67,8 @@ class AgentDefinition(_Def):
     description: str = ""
     model: str | None = None
     mode: Literal["function", "react", "direct", "chain"] = "function"
+    # How chain's tool branch runs: ReAct JSON decisions ("prompt") or native tool calls ("function").
+    strategy: Literal["prompt", "function"] = "prompt"
     system_prompt: str = MAIN_PROMPT
     tools: list[ToolRef] = Field(default_factory=list)
     mcp_servers: list[McpServerConfig] = Field(default_factory=list)

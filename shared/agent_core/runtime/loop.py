@@ -11,7 +11,7 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from agent_core.domain.events import (
     ActionArgs,
@@ -57,6 +57,7 @@ from agent_core.tools.service import ToolExecution
 T = TypeVar("T")
 DISCONNECTED = "client_disconnected"
 OnResult = Callable[[ToolExecution], AsyncIterator[Event]]
+_tool_events = (ToolStart, ToolArgs, ActionStart, ActionArgs)
 
 
 class DeadlineReached(Exception):
@@ -243,12 +244,20 @@ class TurnRunner:
         *,
         tools: list[dict[str, Any]] | None = None,
         forward_content: bool = True,
-        purpose: str = "chat",
+        purpose: Literal["chat", "intent", "react", "enhance"] = "chat",
+        lead: str = "",
     ) -> AsyncIterator[Event]:
-        """Stream one model call, forwarding each delta at once; `self.last` holds what it produced."""
-        assembler = StepAssembler(step=self.new_block_id(), tool_type=self.toolset.kinds)
+        """Stream one model call, forwarding each delta at once; `self.last` holds what it produced.
+
+        Tool calls are forwarded only from a call that offered tools: a call that offered none may still
+        return some (providers do), and its caller decides what they mean (`last.tool_calls()`).
+        """
+        assembler = StepAssembler(step=self.new_block_id(), tool_type=self.toolset.kinds, lead=lead)
         self.last = assembler
-        request = LlmRequest(model=self.run.model, messages=messages, tools=tools or [])
+        request = LlmRequest(model=self.run.model, messages=messages, tools=tools or [], purpose=purpose)
+        hidden: tuple[type[Event], ...] = _tool_events if not tools else ()
+        if not forward_content:
+            hidden = (*hidden, ContentStart, ContentDelta, ContentEnd)
         stream = self.deps.llm.stream(request)
         try:
             while True:
@@ -259,8 +268,8 @@ class TurnRunner:
                 if self.outcome.first_token_at is None and (delta.content or delta.reasoning or delta.tool_calls):
                     self.outcome.first_token_at = time.monotonic() - self.started
                 events = assembler.feed(delta)
-                if not forward_content:
-                    events = [e for e in events if not isinstance(e, ContentStart | ContentDelta | ContentEnd)]
+                if hidden:
+                    events = [e for e in events if not isinstance(e, hidden)]
                 for event in events:
                     yield event
         except (DeadlineReached, RunCancelled):

@@ -12,6 +12,7 @@ from agent_core.domain.events import Event
 from agent_core.memory.calendar import zone
 from agent_core.memory.recall import recall
 from agent_core.memory.time_query import TimeRange, is_detail_question
+from agent_core.runtime.composer import answer_step
 
 if TYPE_CHECKING:
     from agent_core.runtime.loop import TurnRunner
@@ -50,9 +51,7 @@ def time_query_path(span: TimeRange):  # type: ignore[no-untyped-def]
             {"role": "system", "content": records},
             {"role": "user", "content": r.message},
         ]
-        async for event in r.model_step(messages):
+        async for event in answer_step(r, messages):
             yield event
-        assert r.last is not None
-        r.answer(r.last.text())
 
     return run

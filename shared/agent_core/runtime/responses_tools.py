@@ -106,6 +106,6 @@ class TunedLlm:
 
     def stream(self, request: LlmRequest) -> AsyncIterator[LlmDelta]:
         changes = self.changes
-        if request.purpose != "chat" or not changes:
+        if request.purpose == "summarize" or not changes:
             return self.inner.stream(request)
         return self.inner.stream(request.model_copy(update=changes))

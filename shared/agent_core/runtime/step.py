@@ -43,6 +43,7 @@ class StepAssembler:
     calls: dict[int, _PendingCall] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
+    lead: str = ""  # streamed before the first content (a separator between answer parts)
     _content_open: bool = False
     _reasoning_open: bool = False
 
@@ -67,6 +68,9 @@ class StepAssembler:
             if not self._content_open:
                 self._content_open = True
                 events.append(ContentStart(content_id=self.content_id))
+                if self.lead and not self.content and not delta.content[:1].isspace():
+                    self.content.append(self.lead)
+                    events.append(ContentDelta(content_id=self.content_id, delta=self.lead))
             self.content.append(delta.content)
             events.append(ContentDelta(content_id=self.content_id, delta=delta.content))
         for fragment in delta.tool_calls:

@@ -18,7 +18,7 @@ from agent_core.memory.calendar import to_ms, zone
 from agent_core.memory.compaction import CompactionPolicy, needs_compaction
 from agent_core.memory.profile import profile_block
 from agent_core.memory.sessions import plan_session
-from agent_core.memory.time_query import detect
+from agent_core.memory.time_query import TimeRange, detect
 from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.deps import RunDeps
 from agent_core.runtime.recall import time_query_path
@@ -63,6 +63,7 @@ class PreparedTurn:
     timezone: str = "UTC"
     at_ms: int = 0  # "now" of this turn (X-Agent-Now may set it); the run's clock advances from it
     fast_path: FastPath | None = None  # answers without routing (time queries over summaries)
+    time_query: TimeRange | None = None  # the past days a history question names (the router decides)
 
     @property
     def now(self) -> datetime:
@@ -175,6 +176,7 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
     span = detect(req.message, tz.key, datetime.fromtimestamp(at_ms / 1000, UTC))
     if span is not None:
         prepared.fast_path = time_query_path(span)
+        prepared.time_query = span
     await _maybe_compact(prepared)
     return prepared
 

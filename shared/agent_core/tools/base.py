@@ -68,6 +68,10 @@ class Tool(ABC):
         """Arguments for a call made by the quick rule (no LLM routing call)."""
         return {}
 
+    def quick_arg_sets(self, message: str, match: re.Match[str], ctx_timezone: str) -> list[dict[str, Any]]:
+        """One argument set per call the quick rule makes (several when the message asks for several)."""
+        return [self.quick_args(message, match, ctx_timezone)]
+
     def parse_args(self, value: Any) -> Any:
         """Validated arguments (the JSON the model sent, parsed); raises ValueError when invalid."""
         return self.args_model.model_validate(value)

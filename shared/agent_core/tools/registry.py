@@ -6,6 +6,10 @@ import re
 from typing import Any
 
 from agent_core.tools.base import Tool
+from agent_core.tools.quick_rules import requested
+
+# Frontend tools and UI actions are called by the model only: a quick rule never fires them.
+MODEL_ONLY_KINDS = frozenset({"frontend", "action"})
 
 
 class ToolRegistry:
@@ -41,19 +45,28 @@ class ToolRegistry:
         return [self._schemas[n] for n in chosen]
 
     def quick_calls(
-        self, message: str, among: set[str], overrides: dict[str, re.Pattern[str] | None] | None = None
+        self,
+        message: str,
+        among: set[str],
+        overrides: dict[str, re.Pattern[str] | None] | None = None,
+        *,
+        for_model: bool = False,
     ) -> list[tuple[str, dict[str, Any]]]:
-        """Every tool among `among` whose quick rule (or its override; None disables) matches, with its arguments."""
+        """Calls whose quick rule (or its override; None disables) plainly asks for the tool's result now.
+
+        Questions about a topic never fire a rule (`quick_rules.requested`). Frontend tools and actions
+        are left to the model, except when `for_model` (the offline model choosing its own calls).
+        """
         calls: list[tuple[str, dict[str, Any]]] = []
         for name in among:
             tool = self._tools.get(name)
-            if tool is None:
+            if tool is None or (tool.kind in MODEL_ONLY_KINDS and not for_model):
                 continue
             rule = overrides[name] if overrides and name in overrides else tool.quick_match
             if rule is None:
                 continue
-            match = rule.search(message)
+            match = requested(rule, message)
             if match:
-                calls.append((name, tool.quick_args(message, match, self.default_timezone)))
+                calls += [(name, args) for args in tool.quick_arg_sets(message, match, self.default_timezone)]
         calls.sort(key=lambda call: call[0])
         return calls

@@ -1,4 +1,9 @@
-"""POST /api/chat/stream: the stateless chain endpoint; native SSE with an ephemeral chat; nothing stored."""
+"""POST /api/chat/stream: the stateless chain endpoint; native SSE with an ephemeral chat; nothing stored.
+
+Every agent runs the chain here (intent -> direct answer, or the tool branch then enhancement), whatever
+its own mode; the request picks how the tool branch runs (`strategy`: prompt, the default, or function),
+`maxSteps` (1-50; default the agent's, 8 unless it sets one) and `reactVerbose`.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import StreamingResponse
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from agent_core.api.deps import app_context, current_user
 from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
@@ -39,11 +44,33 @@ class ChainMessage(Body):
     content: str
 
 
+MAX_STEPS = 50
+
+
 class ChainIn(Body):
     messages: list[ChainMessage] = Field(min_length=1, max_length=500)
     agent_name: str | None = Field(None, max_length=64)
-    strategy: Literal["prompt", "function"] | None = None
+    strategy: Literal["prompt", "function"] = "prompt"
+    max_steps: StrictInt | None = None  # range-checked in the route: out of range is a 400, never clamped
     react_verbose: bool | None = None
+
+
+class OptionOutOfRange(InvalidRequest):
+    code = "option_out_of_range"
+    status = 400
+
+
+def chain_agent(agent: AgentDefinition, body: ChainIn) -> AgentDefinition:
+    """The agent as this endpoint runs it: mode chain, with the request's options."""
+    changes: dict[str, object] = {"mode": "chain", "strategy": body.strategy}
+    if body.max_steps is not None:
+        if not 1 <= body.max_steps <= MAX_STEPS:
+            message = f"maxSteps must be between 1 and {MAX_STEPS}, got {body.max_steps}"
+            raise OptionOutOfRange(message, param="maxSteps")
+        changes["max_steps"] = body.max_steps
+    if body.react_verbose is not None:
+        changes["react_verbose"] = body.react_verbose
+    return agent.model_copy(update=changes)
 
 
 @router.post("/stream")
@@ -53,12 +80,9 @@ async def chain_stream(
     if body.messages[-1].role != "user":
         raise InvalidRequest("the last message must be the user's", param="messages")
     agent = ctx.deps.agents.get(body.agent_name, param="agentName")
-    changes: dict[str, object] = without_frontend_tools(agent, ctx.deps.tools.registry)
-    if body.strategy is not None:
-        changes["mode"] = "react" if body.strategy == "prompt" else "function"
-    if body.react_verbose is not None:
-        changes["react_verbose"] = body.react_verbose
-    deps = ephemeral_deps(ctx.deps, agent.model_copy(update=changes))
+    # Nothing is stored here, so a frontend tool's submit could never match: none is offered.
+    agent = chain_agent(agent.model_copy(update=without_frontend_tools(agent, ctx.deps.tools.registry)), body)
+    deps = ephemeral_deps(ctx.deps, agent)
     history = [(Role(m.role.upper()), m.content) for m in body.messages[:-1]]
     chat = await seed_chat(deps, user, agent.key, history)
     request = TurnRequest(user_id=user, chat_id=chat.chat_id, message=body.messages[-1].content)

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from agent_core.domain.events import Event
+from agent_core.runtime.composer import answer_step
 
 if TYPE_CHECKING:
     from agent_core.runtime.loop import TurnRunner
@@ -13,7 +14,5 @@ if TYPE_CHECKING:
 
 async def direct_strategy(r: TurnRunner) -> AsyncIterator[Event]:
     yield r.route("direct", "direct answer, no tools")
-    async for event in r.model_step(r.window()):
+    async for event in answer_step(r, r.window()):
         yield event
-    assert r.last is not None
-    r.answer(r.last.text())

@@ -43,10 +43,13 @@ def react_prompt(r: TurnRunner) -> str:
 async def _decide(r: TurnRunner, messages: list[dict[str, Any]], holder: list[ReactDecision]) -> AsyncIterator[Event]:
     """One decision; an unparsable answer gets one retry with the parse error, then the run fails."""
     for attempt in range(2):
-        async for event in r.model_step(messages, forward_content=False):
+        async for event in r.model_step(messages, forward_content=False, purpose="react"):
             yield event
         assert r.last is not None
         text = r.last.text()
+        native = r.last.tool_calls()
+        if native and not text.strip():  # a native call instead of the JSON: read it as a tool_call decision
+            text = _decision_text(native[0])
         try:
             holder.append(parse_react(text))
             messages.append({"role": "assistant", "content": text})
@@ -63,9 +66,33 @@ async def _decide(r: TurnRunner, messages: list[dict[str, Any]], holder: list[Re
             )
 
 
-async def react_loop(r: TurnRunner, *, emit_final: bool = True) -> AsyncIterator[Event]:
-    """The ReAct loop; the final answer is streamed (or enhanced), or kept in `r.raw_result` for chain."""
-    messages = r.window(react_prompt(r), include_run=False)
+def _decision_text(call: ToolCall) -> str:
+    try:
+        parameters = json.loads(call.arguments or "{}")
+    except ValueError:
+        parameters = {}
+    action_input = {"tool_name": call.name, "parameters": parameters if isinstance(parameters, dict) else {}}
+    return json.dumps({"thought": "", "action": "tool_call", "action_input": action_input}, ensure_ascii=False)
+
+
+def _seeded(r: TurnRunner, calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """Calls the run already made (quick rules) as ReAct steps: the decision, then its observation."""
+    results = {m.tool_call_id: m.content for m in r.outcome.messages if m.tool_call_id}
+    transcript: list[dict[str, Any]] = []
+    for call in calls:
+        transcript.append({"role": "assistant", "content": _decision_text(call)})
+        transcript.append({"role": "user", "content": f"Observation: {results.get(call.id, '')}"})
+    return transcript
+
+
+async def react_loop(
+    r: TurnRunner, *, emit_final: bool = True, seed: list[ToolCall] | None = None
+) -> AsyncIterator[Event]:
+    """The ReAct loop; the final answer is streamed (or enhanced), or kept in `r.raw_result` for chain.
+
+    `seed`: calls already made this run (quick rules), given to the model as earlier steps.
+    """
+    messages = r.window(react_prompt(r), include_run=False) + _seeded(r, seed or [])
     for step in range(1, r.agent.max_steps + 1):
         r.cancel.raise_if_cancelled()
         holder: list[ReactDecision] = []

@@ -26,7 +26,9 @@ USER_AGENT = "agent-core-http-get/1.0"
 _CHUNK = 65536
 _URL_CHARS = r"[^\s<>\"'`，。；！？、）】」』]+"
 _QUICK_PATTERN = (
-    r"(?:\b(?:fetch|get|open|download|retrieve|visit|load|read|grab|browse)\b"
+    # a request, not a report: "I read https://... yesterday" is not asking to fetch it
+    r"(?:(?<!\bi )(?<!\bwe )(?<!\bthey )(?<!\bhe )(?<!\bshe )"
+    r"\b(?:fetch|get|open|download|retrieve|visit|load|read|grab|browse)\b"
     r"(?:\s+(?:the|this|that|page|web\s*page|url|link|website|site|contents?|of|at|from))*\s+"
     r"|(?:抓取|获取|打开|访问|读取|下载|请求|爬取)(?:一下|下)?\s*(?:这个|该)?\s*"
     r"(?:网页|页面|网址|链接|网站|地址)?(?:的内容)?\s*[:：]?\s*)"

@@ -88,15 +88,19 @@ class SaveFileTool(Tool):
     )
     args_model = SaveFileArgs
     permissions = frozenset({"data:write"})
+    # An explicit command at the start of a sentence: "save this as notes.txt: <content>" / "保存为 a.txt：<内容>".
     quick_match = re.compile(
-        r"(?:save|store)\b.*?\b([\w-]+\.(?:csv|txt|json))|保存为?\s*([\w-]+\.(?:csv|txt|json))", re.I
+        r"(?:^|(?<=[.?!。？！\n]))\s*(?:please\s+|请)?"
+        r"(?:(?:save|store|write)\s+(?:(?:this|that|it|the\s+following|these\s+notes)\s+)?(?:as|to|into|in)\s+"
+        r"|(?:把|将)?(?:这|这些|以下|下面)?(?:内容|文字|笔记)?(?:保存|存)(?:为|成|到)\s*)"
+        r"(?P<name>[\w-]+\.(?:csv|txt|json))\s*[:：]",
+        re.IGNORECASE,
     )
 
     def quick_args(self, message: str, match: re.Match[str], ctx_timezone: str) -> dict[str, Any]:
-        """`save ... as notes.txt: <content>`: the text after the first colon (else the message) is the content."""
-        name = match.group(1) or match.group(2)
-        _, colon, rest = message.partition(":")
-        content = rest.strip() if colon and rest.strip() else message
+        """The text after the command's colon is the content."""
+        name = match.group("name")
+        content = message[match.end() :].strip() or message
         extension = name.rsplit(".", 1)[-1].lower()
         media_type = {"csv": "text/csv", "json": "application/json"}.get(extension, "text/plain")
         if media_type == "application/json":
