@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, NoReturn, TextIO
 from zoneinfo import ZoneInfo
 
-from agent_core.config import Settings, get_settings
+from agent_core.config import Settings, get_settings, local_server_settings
 
 
 def _banner(settings: Settings, host: str, port: int) -> str:
@@ -32,13 +32,17 @@ def _banner(settings: Settings, host: str, port: int) -> str:
 
 def serve(host: str, port: int) -> None:
     import uvicorn
+    from pydantic import ValidationError
 
     from agent_core.api import routes
     from agent_core.api.app import build_app
     from agent_core.context import build_context
     from agent_core.runtime.agents import AgentDefinitionError
 
-    settings = get_settings()
+    try:
+        settings = local_server_settings()  # the dev stage unless AGENT_STAGE says otherwise
+    except ValidationError as error:
+        raise SystemExit(f"agent-core: invalid configuration: {error}") from error
     try:
         context = build_context(settings)  # embedded storage starts here, before the first request
     except AgentDefinitionError as error:

@@ -357,7 +357,7 @@ def _dev_client(ctx: AppContext) -> httpx.AsyncClient:
 async def test_dev_routes_run_the_job_at_x_agent_now_and_wait_for_its_work(
     recorded_now: list[tuple[str, datetime, RunDeps]], handled: list[Job], path: str, name: str
 ) -> None:
-    ctx = build_context(make_settings(AGENT_ALLOW_CLOCK_OVERRIDE="true"), table=MemoryTable())
+    ctx = build_context(make_settings(AGENT_STAGE="dev", AGENT_ALLOW_CLOCK_OVERRIDE="true"), table=MemoryTable())
     async with _dev_client(ctx) as client:
         answer = await client.post(f"/api/dev/jobs/{path}", headers={"X-Agent-Now": "2026-01-08T16:30:00+00:00"})
     assert answer.status_code == 200

@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from agent_core.errors import AgentError
 from agent_core.observability import logger
 
-_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized", 413: "payload_too_large"}
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized", 413: "request_too_large"}
 
 
 def error_body(code: str, message: str, type_: str, param: str | None = None) -> dict[str, Any]:

@@ -134,6 +134,7 @@ class Run(Model):
 class WaitStatus(StrEnum):
     WAITING = "waiting"
     SUBMITTED = "submitted"
+    CANCELLED = "cancelled"  # its run was cancelled: a submit no longer matches
 
 
 class Wait(Model):

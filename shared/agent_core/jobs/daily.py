@@ -22,7 +22,7 @@ MAX_DEFERRALS = 6
 RAW_MESSAGES_PER_CHAT = 60
 
 
-async def enqueue_closed_days(deps: RunDeps, now: datetime) -> JobReport:
+async def enqueue_closed_days(deps: RunDeps, now: datetime, user_id: str | None = None) -> JobReport:
     """At hh:30: the buckets of the hour just past and of this hour up to now (+05:30 and +05:45 zones)."""
     report = JobReport()
     now_ms_ = now_ms_of(now)
@@ -31,7 +31,8 @@ async def enqueue_closed_days(deps: RunDeps, now: datetime) -> JobReport:
 
     async def shard(bucket: str, index: int) -> None:
         # Page by page: memory stays flat however many users closed their day in this hour.
-        async for page in deps.store.day_mark_pages(bucket, index, now_ms_):
+        async for marks in deps.store.day_mark_pages(bucket, index, now_ms_):
+            page = [(u, d) for u, d in marks if user_id is None or u == user_id]
             jobs: list[Job] = [DailySummaryJob(user_id=u, date=d, now_ms=now_ms_) for u, d in page]
             await deps.queue.enqueue_many(jobs)
             report.scanned += len(page)

@@ -10,15 +10,18 @@ from agent_core.runtime.deps import RunDeps
 __all__ = ["JobReport", "run_daily_summary", "run_idle_sessions"]
 
 
-async def run_idle_sessions(deps: RunDeps, now: datetime) -> JobReport:
-    """Close sessions idle past their due time (each exactly once) and fail runs whose lease expired."""
+async def run_idle_sessions(deps: RunDeps, now: datetime, user_id: str | None = None) -> JobReport:
+    """Close sessions idle past their due time (each exactly once) and fail runs whose lease expired.
+
+    `user_id` limits the pass to that user's chats (the dev route acts only on its caller's data).
+    """
     from agent_core.jobs.sessions import close_idle_sessions
 
-    return await close_idle_sessions(deps, now)
+    return await close_idle_sessions(deps, now, user_id)
 
 
-async def run_daily_summary(deps: RunDeps, now: datetime) -> JobReport:
-    """Enqueue one daily-summary job per user-day whose local day closed in the hours just past."""
+async def run_daily_summary(deps: RunDeps, now: datetime, user_id: str | None = None) -> JobReport:
+    """Enqueue one daily-summary job per user-day whose local day closed in the hours just past (`user_id`'s only)."""
     from agent_core.jobs.daily import enqueue_closed_days
 
-    return await enqueue_closed_days(deps, now)
+    return await enqueue_closed_days(deps, now, user_id)

@@ -14,11 +14,12 @@ from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
 from agent_core.api.schemas import Body
 from agent_core.context import AppContext
 from agent_core.domain.models import Role
-from agent_core.errors import InvalidRequest
+from agent_core.domain.text import utf8_size
+from agent_core.errors import InvalidRequest, PayloadTooLarge
 from agent_core.protocol.sse import encode_sse, with_pings
 from agent_core.runtime.ephemeral import ephemeral_deps, seed_chat
 from agent_core.runtime.loop import TurnRunner
-from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
+from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn, validate_message
 
 router = APIRouter(prefix="/api/chat", tags=["chain"])
 
@@ -29,7 +30,7 @@ class ChainMessage(Body):
 
 
 class ChainIn(Body):
-    messages: list[ChainMessage] = Field(min_length=1, max_length=500)
+    messages: list[ChainMessage] = Field(min_length=1)  # at most AGENT_MAX_INPUT_ITEMS, each AGENT_MAX_MESSAGE_BYTES
     agent_name: str | None = Field(None, max_length=64)
     strategy: Literal["prompt", "function"] | None = None
     react_verbose: bool | None = None
@@ -39,8 +40,19 @@ class ChainIn(Body):
 async def chain_stream(
     body: ChainIn, ctx: Annotated[AppContext, Depends(app_context)], user: Annotated[str, Depends(current_user)]
 ) -> StreamingResponse:
+    settings = ctx.settings
+    if len(body.messages) > settings.max_input_items:
+        raise InvalidRequest(
+            f"messages has more than {settings.max_input_items} items", param="messages", code="too_many_items"
+        )
+    for n, message in enumerate(body.messages[:-1]):  # the last one is checked as the turn's message
+        if utf8_size(message.content, f"messages[{n}].content") > settings.max_message_bytes:
+            raise PayloadTooLarge(
+                f"message exceeds {settings.max_message_bytes} bytes (UTF-8)", param=f"messages[{n}].content"
+            )
     if body.messages[-1].role != "user":
         raise InvalidRequest("the last message must be the user's", param="messages")
+    validate_message(body.messages[-1].content, settings.max_message_bytes)
     agent = ctx.deps.agents.get(body.agent_name)
     changes: dict[str, object] = {}
     if body.strategy is not None:

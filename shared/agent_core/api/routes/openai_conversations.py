@@ -13,7 +13,7 @@ from agent_core.context import AppContext
 from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.models import Chat, Message, Role
 from agent_core.errors import NotFound
-from agent_core.protocol.responses_input import ParsedInput, WireModel, parse_input
+from agent_core.protocol.responses_input import Metadata, ParsedInput, WireModel, parse_input
 from agent_core.protocol.responses_items import conversation_items, list_page
 from agent_core.runtime.responses_run import to_message
 from agent_core.runtime.turn import chat_name
@@ -28,11 +28,11 @@ PAGE = 100
 
 class ConversationCreate(WireModel):
     items: list[dict[str, Any]] = Field(default_factory=list, max_length=20)
-    metadata: dict[str, str] | None = Field(None, max_length=16)
+    metadata: Metadata | None = None
 
 
 class ConversationUpdate(WireModel):
-    metadata: dict[str, str] = Field(max_length=16)
+    metadata: Metadata
 
 
 class ItemsCreate(WireModel):
@@ -79,7 +79,7 @@ async def _all_messages(ctx: AppContext, chat: Chat, user: str) -> list[Message]
 @router.post("")
 async def create_conversation(ctx: Ctx, user: User, body: ConversationCreate | None = None) -> dict[str, Any]:
     body = body or ConversationCreate()
-    parsed = parse_input(body.items, sortable_id())
+    parsed = parse_input(body.items, sortable_id(), ctx.settings.max_message_bytes)
     metadata = body.metadata or {}
     first = next((m.content for m in parsed.messages if m.role == Role.USER), "")
     at = now_ms()
@@ -135,6 +135,7 @@ async def list_items(
 
 @router.post("/{conversation_id}/items")
 async def create_items(conversation_id: str, body: ItemsCreate, ctx: Ctx, user: User) -> dict[str, Any]:
+    parsed = parse_input(body.items, sortable_id(), ctx.settings.max_message_bytes)  # checked before any read
     chat = await _chat(ctx, conversation_id, user)
-    messages = await _add(ctx, chat, parse_input(body.items, sortable_id()))
+    messages = await _add(ctx, chat, parsed)
     return list_page(conversation_items(messages, chat.agent_key), after=None, limit=PAGE, order="asc")
