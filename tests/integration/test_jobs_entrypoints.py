@@ -280,10 +280,12 @@ def test_worker_handler_compacts_a_chat_from_a_real_sqs_batch(lambda_env: None, 
 def recorded_now(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, datetime, RunDeps]]:
     """Replace the scheduled passes (their internals are elsewhere) with fakes that record their `now`."""
     calls: list[tuple[str, datetime, RunDeps]] = []
+    users: list[str | None] = []  # the user a pass was limited to (the dev routes), else None
 
     def fake(name: str) -> Any:
-        async def run(deps: RunDeps, now: datetime) -> JobReport:
+        async def run(deps: RunDeps, now: datetime, user_id: str | None = None) -> JobReport:
             calls.append((name, now, deps))
+            users.append(user_id)
             await deps.queue.enqueue(_compact(f"c_{name}"))
             return JobReport(scanned=3, enqueued=1, skipped=2, details={"closed": 1})
 

@@ -46,7 +46,10 @@ class JsonLlm(ScriptedLlm):
 
 def _context(llm: Any, **settings: Any) -> AppContext:
     return build_context(
-        make_settings(AGENT_STAGE="dev", AGENT_ALLOW_CLOCK_OVERRIDE="true", **settings), table=MemoryTable(), llm=llm, audit=lambda _: None
+        make_settings(AGENT_STAGE="dev", AGENT_ALLOW_CLOCK_OVERRIDE="true", **settings),
+        table=MemoryTable(),
+        llm=llm,
+        audit=lambda _: None,
     )
 
 

@@ -132,6 +132,7 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         agent_version=agent.version,
         model=req.model or agent.model or s.model,
         started_at=at_ms,
+        lease_at=now_ms() if req.now else None,  # the lease is on the wall clock whatever "now" says
     )
     user_message = Message(
         id=sortable_id(at_ms),

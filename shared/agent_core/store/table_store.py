@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 
-from agent_core.domain.ids import now_ms
 from agent_core.domain.models import (
     Chat,
     Message,
@@ -160,9 +159,9 @@ class TableStore(HierarchyStore):
         self, chat: Chat, run: Run, lease_ms: int, add_messages: int, plan: SessionPlan | None = None
     ) -> UpdateOp:
         # Leases run on the wall clock, never on a turn's overridden "now" (X-Agent-Now cannot take one over).
-        wall = now_ms()
-        free = Condition.of(exists(PK)).any_of(not_exists("activeRunId"), lt("leaseExpiresAt", wall))
-        values: dict[str, object] = {"activeRunId": run.run_id, "leaseExpiresAt": wall + lease_ms}
+        at = run.lease_clock
+        free = Condition.of(exists(PK)).any_of(not_exists("activeRunId"), lt("leaseExpiresAt", at))
+        values: dict[str, object] = {"activeRunId": run.run_id, "leaseExpiresAt": at + lease_ms}
         if plan is not None:
             expected = plan.expected_session_id
             free = free.any_of(not_exists("sessionId")) if expected is None else free.any_of(eq("sessionId", expected))
@@ -231,7 +230,7 @@ class TableStore(HierarchyStore):
         meta = await self.table.get(it.meta_key(chat.chat_id))
         if meta is None:
             return
-        lease_free = "activeRunId" not in meta or int(meta.get("leaseExpiresAt", 0)) < now_ms()
+        lease_free = "activeRunId" not in meta or int(meta.get("leaseExpiresAt", 0)) < run.lease_clock
         if lease_free and meta.get("sessionId") != chat.session_id:
             raise SessionChanged(it.chat_from_item(meta))
 
@@ -254,7 +253,7 @@ class TableStore(HierarchyStore):
     @staticmethod
     def _pointer_put(run: Run) -> Put:
         pointer = RunPointer(run_id=run.run_id, chat_id=run.chat_id, user_id=run.user_id)
-        return Put(it.pointer_to_item(pointer, now_ms() // 1000 + it.POINTER_TTL_S))
+        return Put(it.pointer_to_item(pointer, run.lease_clock // 1000 + it.POINTER_TTL_S))
 
     async def _run_for_request(self, chat_id: str, request_id: str) -> Run | None:
         marker = await self.table.get(it.request_key(chat_id, request_id))
