@@ -43,7 +43,17 @@ class EventStreamResponse(StreamingResponse):
     media_type = "text/event-stream"
 
 
-EVENT_STREAM = {"text/event-stream": {"schema": {"type": "string", "description": "server-sent events"}}}
+# One server-sent event (before OpenAPI 3.2 an event stream's `schema` describes each event): `data` is JSON.
+SSE_EVENT = {
+    "type": "object",
+    "properties": {
+        "data": {"type": "string", "contentMediaType": "application/json"},
+        "event": {"type": "string"},
+        "id": {"type": "string"},
+        "retry": {"type": "integer", "minimum": 0},
+    },
+}
+EVENT_STREAM = {"text/event-stream": {"schema": SSE_EVENT}}
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -72,6 +82,9 @@ def _document(app: FastAPI) -> dict[str, Any]:
             default = responses.get("422", {}).get("content", {}).get("application/json", {}).get("schema", {})
             if default.get("$ref", "").endswith("/HTTPValidationError"):
                 del responses["422"]
+            ok = responses.get("200", {})
+            if "text/event-stream" in ok.get("content", {}):
+                ok["content"]["text/event-stream"] = EVENT_STREAM["text/event-stream"]
     for name in ("HTTPValidationError", "ValidationError"):
         schemas.pop(name, None)
     return doc

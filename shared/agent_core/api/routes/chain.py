@@ -10,6 +10,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import Field
 
 from agent_core.api.deps import app_context, current_user
+from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
 from agent_core.api.schemas import Body
 from agent_core.context import AppContext
@@ -21,7 +22,7 @@ from agent_core.runtime.ephemeral import ephemeral_deps, seed_chat
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn, validate_message
 
-router = APIRouter(prefix="/api/chat", tags=["chain"])
+router = APIRouter(prefix="/api/chat", tags=["chain"], responses=error_responses(401, 413, 422))
 
 
 class ChainMessage(Body):
@@ -36,7 +37,7 @@ class ChainIn(Body):
     react_verbose: bool | None = None
 
 
-@router.post("/stream")
+@router.post("/stream", response_class=EventStreamResponse, responses=error_responses(404))
 async def chain_stream(
     body: ChainIn, ctx: Annotated[AppContext, Depends(app_context)], user: Annotated[str, Depends(current_user)]
 ) -> StreamingResponse:

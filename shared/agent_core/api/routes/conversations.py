@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from agent_core.api.deps import app_context, current_user, request_now
+from agent_core.api.openapi import error_responses
 from agent_core.api.schemas import (
     ChatIn,
     ChatOut,
@@ -25,7 +26,7 @@ from agent_core.runtime.blocking import run_blocking
 from agent_core.runtime.turn import TurnRequest
 from agent_core.tools.data_path import chat_data_prefix
 
-router = APIRouter(prefix="/api/v1/conversations", tags=["conversations"])
+router = APIRouter(prefix="/api/v1/conversations", tags=["conversations"], responses=error_responses(401, 422))
 
 Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
@@ -40,7 +41,7 @@ def _not_found() -> NotFound:
     return NotFound("conversation not found", param="conversationId", code="conversation_not_found")
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses=error_responses(413))
 async def create_conversation(ctx: Ctx, user: User, body: CreateConversation | None = None) -> JSONResponse:
     at = now_ms()
     chat = Chat(
@@ -63,7 +64,7 @@ async def list_conversations(ctx: Ctx, user: User, limit: Limit = 20, cursor: st
     return _dump(ConversationList(items=[ConversationOut.of(c) for c in page.items], next_cursor=page.next_cursor))
 
 
-@router.get("/{conversation_id}")
+@router.get("/{conversation_id}", responses=error_responses(404))
 async def get_conversation(conversation_id: str, ctx: Ctx, user: User) -> Any:
     chat = await ctx.deps.store.get_chat(conversation_id, user)
     if chat is None:
@@ -71,7 +72,7 @@ async def get_conversation(conversation_id: str, ctx: Ctx, user: User) -> Any:
     return _dump(ConversationOut.of(chat))
 
 
-@router.delete("/{conversation_id}", status_code=204)
+@router.delete("/{conversation_id}", status_code=204, responses=error_responses(404))
 async def delete_conversation(conversation_id: str, ctx: Ctx, user: User) -> Response:
     if not await ctx.deps.store.delete_chat(conversation_id, user):
         raise _not_found()
@@ -81,7 +82,7 @@ async def delete_conversation(conversation_id: str, ctx: Ctx, user: User) -> Res
     return Response(status_code=204)
 
 
-@router.get("/{conversation_id}/messages")
+@router.get("/{conversation_id}/messages", responses=error_responses(404))
 async def list_messages(
     conversation_id: str, ctx: Ctx, user: User, limit: Limit = 50, cursor: str | None = None
 ) -> Any:
@@ -91,7 +92,7 @@ async def list_messages(
     return _dump(MessageList(items=[MessageOut.of(m) for m in page.items], next_cursor=page.next_cursor))
 
 
-@router.post("/{conversation_id}/chat")
+@router.post("/{conversation_id}/chat", responses=error_responses(404, 409, 413, 502, 503))
 async def chat(
     conversation_id: str,
     body: ChatIn,

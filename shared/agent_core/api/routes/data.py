@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
 from agent_core.api.deps import app_context, current_user
+from agent_core.api.openapi import error_responses
 from agent_core.config import Settings
 from agent_core.errors import AgentError, NotFound
 from agent_core.store.blob import BlobStore
@@ -26,6 +27,9 @@ _SAFE_HEADERS = {
 }
 
 router = APIRouter(prefix="/api/ap", tags=["data"])
+
+_FILE = {"content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}, "description": "The file"}
+_REDIRECT = {"description": "Large files: a short-lived S3 link"}
 
 
 class DataTokenRejected(AgentError):
@@ -72,7 +76,11 @@ async def _authorise(request: Request, settings: Settings, chat_id: str, file: s
         raise _not_found()
 
 
-@router.get("/data")
+@router.get(
+    "/data",
+    response_class=Response,
+    responses={200: _FILE, 302: _REDIRECT, **error_responses(400, 401, 403, 404, 422, 503)},
+)
 async def get_data(
     request: Request,
     file: str = "",

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import Field
 
 from agent_core.api.deps import app_context, current_user
+from agent_core.api.openapi import error_responses
 from agent_core.api.routes.responses import response_store
 from agent_core.context import AppContext
 from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
@@ -19,7 +20,7 @@ from agent_core.runtime.responses_run import to_message
 from agent_core.runtime.turn import chat_name
 from agent_core.tools.data_path import chat_data_prefix
 
-router = APIRouter(prefix="/v1/conversations", tags=["openai-conversations"])
+router = APIRouter(prefix="/v1/conversations", tags=["openai-conversations"], responses=error_responses(400, 401))
 
 Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
@@ -76,7 +77,7 @@ async def _all_messages(ctx: AppContext, chat: Chat, user: str) -> list[Message]
         cursor = page.next_cursor
 
 
-@router.post("")
+@router.post("", responses=error_responses(413))
 async def create_conversation(ctx: Ctx, user: User, body: ConversationCreate | None = None) -> dict[str, Any]:
     body = body or ConversationCreate()
     parsed = parse_input(body.items, sortable_id(), ctx.settings.max_message_bytes)
@@ -97,20 +98,20 @@ async def create_conversation(ctx: Ctx, user: User, body: ConversationCreate | N
     return _conversation(chat, metadata)
 
 
-@router.get("/{conversation_id}")
+@router.get("/{conversation_id}", responses=error_responses(404))
 async def retrieve_conversation(conversation_id: str, ctx: Ctx, user: User) -> dict[str, Any]:
     chat = await _chat(ctx, conversation_id, user)
     return _conversation(chat, await response_store(ctx).conversation_metadata(chat.chat_id))
 
 
-@router.post("/{conversation_id}")
+@router.post("/{conversation_id}", responses=error_responses(404, 413))
 async def update_conversation(conversation_id: str, body: ConversationUpdate, ctx: Ctx, user: User) -> dict[str, Any]:
     chat = await _chat(ctx, conversation_id, user)
     await response_store(ctx).put_conversation(chat.chat_id, body.metadata)
     return _conversation(chat, body.metadata)
 
 
-@router.delete("/{conversation_id}")
+@router.delete("/{conversation_id}", responses=error_responses(404))
 async def delete_conversation(conversation_id: str, ctx: Ctx, user: User) -> dict[str, Any]:
     if not await ctx.deps.store.delete_chat(conversation_id, user):
         raise _not_found(conversation_id)
@@ -119,7 +120,7 @@ async def delete_conversation(conversation_id: str, ctx: Ctx, user: User) -> dic
     return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
 
 
-@router.get("/{conversation_id}/items")
+@router.get("/{conversation_id}/items", responses=error_responses(404))
 async def list_items(
     conversation_id: str,
     ctx: Ctx,
@@ -133,7 +134,7 @@ async def list_items(
     return list_page(items, after=after, limit=limit, order=order)
 
 
-@router.post("/{conversation_id}/items")
+@router.post("/{conversation_id}/items", responses=error_responses(404, 413))
 async def create_items(conversation_id: str, body: ItemsCreate, ctx: Ctx, user: User) -> dict[str, Any]:
     parsed = parse_input(body.items, sortable_id(), ctx.settings.max_message_bytes)  # checked before any read
     chat = await _chat(ctx, conversation_id, user)
