@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import hypothesis
 import pytest
@@ -53,3 +54,42 @@ def budget_report() -> Iterator[None]:
 def test_every_operation_answers_as_documented(case: schemathesis.Case) -> None:
     cases[case.operation.label] += 1
     case.call_and_validate(checks=CHECKS)
+
+
+# ----- what the document says -----
+
+
+def _doc() -> dict[str, Any]:
+    document: dict[str, Any] = app.openapi()
+    return document
+
+
+def test_event_stream_routes_are_documented_as_text_event_stream() -> None:
+    paths = _doc()["paths"]
+    for path in ("/api/ap/query", "/api/chat/stream"):
+        assert list(paths[path]["post"]["responses"]["200"]["content"]) == ["text/event-stream"], path
+    # A Response, or its events when asked to stream
+    for path, method in (("/v1/responses", "post"), ("/v1/responses/{response_id}", "get")):
+        content = paths[path][method]["responses"]["200"]["content"]
+        assert set(content) == {"application/json", "text/event-stream"}, path
+
+
+def test_error_responses_share_one_schema_and_name_their_statuses() -> None:
+    doc = _doc()
+    assert set(doc["components"]["schemas"]["ErrorBody"]["properties"]) == {"error", "data"}
+    assert "HTTPValidationError" not in doc["components"]["schemas"]
+    expected = {
+        ("/api/ap/query", "post"): {"401", "404", "409", "413", "422", "503"},
+        ("/api/v1/conversations/{conversation_id}/chat", "post"): {"401", "404", "409", "413", "422", "502", "503"},
+        ("/v1/responses", "post"): {"400", "401", "404", "409", "413", "502", "503"},
+        ("/v1/conversations", "post"): {"400", "401", "413"},
+        ("/api/ap/submit", "post"): {"401", "413", "422"},
+        ("/api/ap/data", "get"): {"400", "401", "403", "404", "422", "503"},
+    }
+    for (path, method), statuses in expected.items():
+        responses = doc["paths"][path][method]["responses"]
+        errors = {status for status in responses if status.startswith(("4", "5"))}
+        assert errors == statuses, (path, errors)
+        for status in errors:
+            schema = responses[status]["content"]["application/json"]["schema"]
+            assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (path, status)
