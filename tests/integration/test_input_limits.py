@@ -285,3 +285,16 @@ def test_the_limits_are_settings() -> None:
         500,
         65536,
     )
+
+
+async def test_ids_in_paths_and_queries_are_bounded_before_any_read(
+    client: httpx.AsyncClient, table: RecordingTable, llm: ScriptedLlm
+) -> None:
+    # (an id is a store key: DynamoDB refuses keys over 1-2 KB with an error that would be a 500)
+    long = "c" * 3000
+    _error(await client.get(f"/api/v1/conversations/{long}"), 422, "invalid_request")
+    _error(await client.get("/api/ap/chat", params={"chatId": long}), 422, "invalid_request")
+    _error(await client.get(f"/v1/conversations/{long}"), 400, "invalid_request")
+    _error(await client.get(f"/v1/responses/{long}"), 400, "invalid_request")
+    _error(await client.post("/v1/responses", json={"input": "hi", "conversation": long}), 400, "invalid_request")
+    _untouched(table, llm)

@@ -69,7 +69,7 @@ class ResponseCreate(WireModel):
     store: bool | None = None
     background: bool | None = None
     previous_response_id: str | None = Field(None, min_length=1, max_length=128)
-    conversation: str | ConversationParam | None = None
+    conversation: Annotated[str, Field(min_length=1, max_length=64)] | ConversationParam | None = None
     metadata: Metadata | None = None
     max_output_tokens: int | None = Field(None, ge=1)
     temperature: float | None = Field(None, ge=0, le=2)

@@ -17,6 +17,7 @@ from agent_core.api.schemas import (
     CreateConversation,
     MessageList,
     MessageOut,
+    PathId,
 )
 from agent_core.context import AppContext
 from agent_core.domain.ids import new_chat_id, now_ms
@@ -65,7 +66,7 @@ async def list_conversations(ctx: Ctx, user: User, limit: Limit = 20, cursor: st
 
 
 @router.get("/{conversation_id}", responses=error_responses(404))
-async def get_conversation(conversation_id: str, ctx: Ctx, user: User) -> Any:
+async def get_conversation(conversation_id: PathId, ctx: Ctx, user: User) -> Any:
     chat = await ctx.deps.store.get_chat(conversation_id, user)
     if chat is None:
         raise _not_found()
@@ -73,7 +74,7 @@ async def get_conversation(conversation_id: str, ctx: Ctx, user: User) -> Any:
 
 
 @router.delete("/{conversation_id}", status_code=204, responses=error_responses(404))
-async def delete_conversation(conversation_id: str, ctx: Ctx, user: User) -> Response:
+async def delete_conversation(conversation_id: PathId, ctx: Ctx, user: User) -> Response:
     if not await ctx.deps.store.delete_chat(conversation_id, user):
         raise _not_found()
     if ctx.blobs is not None:
@@ -84,7 +85,7 @@ async def delete_conversation(conversation_id: str, ctx: Ctx, user: User) -> Res
 
 @router.get("/{conversation_id}/messages", responses=error_responses(404))
 async def list_messages(
-    conversation_id: str, ctx: Ctx, user: User, limit: Limit = 50, cursor: str | None = None
+    conversation_id: PathId, ctx: Ctx, user: User, limit: Limit = 50, cursor: str | None = None
 ) -> Any:
     page = await ctx.deps.store.list_messages(conversation_id, user, limit, cursor)
     if page is None:
@@ -94,7 +95,7 @@ async def list_messages(
 
 @router.post("/{conversation_id}/chat", responses=error_responses(404, 409, 413, 502, 503))
 async def chat(
-    conversation_id: str,
+    conversation_id: PathId,
     body: ChatIn,
     request: Request,
     ctx: Ctx,

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query
 
 from agent_core.api.deps import app_context, current_user
 from agent_core.api.openapi import error_responses
-from agent_core.api.schemas import iso
+from agent_core.api.schemas import MAX_ID, iso
 from agent_core.context import AppContext
 from agent_core.domain.ids import now_ms
 from agent_core.domain.models import Run
@@ -68,7 +68,7 @@ async def _raw_messages(ctx: AppContext, chat_id: str, runs: list[Run]) -> list[
 async def chat(
     ctx: Ctx,
     user: User,
-    chat_id: Annotated[str, Query(alias="chatId", min_length=1)],
+    chat_id: Annotated[str, Query(alias="chatId", min_length=1, max_length=MAX_ID)],
     include_raw_messages: Annotated[bool, Query(alias="includeRawMessages")] = False,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: str | None = None,

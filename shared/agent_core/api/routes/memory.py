@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from agent_core.api.deps import app_context, current_user, request_now
 from agent_core.api.openapi import error_responses
+from agent_core.api.schemas import PathId
 from agent_core.context import AppContext
 from agent_core.domain.ids import now_ms
 from agent_core.errors import NotFound
@@ -21,7 +22,7 @@ User = Annotated[str, Depends(current_user)]
 
 
 @router.post("/chat/{chat_id}/end", responses=error_responses(404, 413, 422))
-async def end_chat_session(chat_id: str, request: Request, ctx: Ctx, user: User) -> Any:
+async def end_chat_session(chat_id: PathId, request: Request, ctx: Ctx, user: User) -> Any:
     """End the chat's open session now; its summary is written in the background."""
     chat = await ctx.deps.store.get_chat(chat_id, user)
     if chat is None:

@@ -10,6 +10,7 @@ from pydantic import Field
 from agent_core.api.deps import app_context, current_user
 from agent_core.api.openapi import error_responses
 from agent_core.api.routes.responses import response_store
+from agent_core.api.schemas import PathId
 from agent_core.context import AppContext
 from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.models import Chat, Message, Role
@@ -99,20 +100,22 @@ async def create_conversation(ctx: Ctx, user: User, body: ConversationCreate | N
 
 
 @router.get("/{conversation_id}", responses=error_responses(404))
-async def retrieve_conversation(conversation_id: str, ctx: Ctx, user: User) -> dict[str, Any]:
+async def retrieve_conversation(conversation_id: PathId, ctx: Ctx, user: User) -> dict[str, Any]:
     chat = await _chat(ctx, conversation_id, user)
     return _conversation(chat, await response_store(ctx).conversation_metadata(chat.chat_id))
 
 
 @router.post("/{conversation_id}", responses=error_responses(404, 413))
-async def update_conversation(conversation_id: str, body: ConversationUpdate, ctx: Ctx, user: User) -> dict[str, Any]:
+async def update_conversation(
+    conversation_id: PathId, body: ConversationUpdate, ctx: Ctx, user: User
+) -> dict[str, Any]:
     chat = await _chat(ctx, conversation_id, user)
     await response_store(ctx).put_conversation(chat.chat_id, body.metadata)
     return _conversation(chat, body.metadata)
 
 
 @router.delete("/{conversation_id}", responses=error_responses(404))
-async def delete_conversation(conversation_id: str, ctx: Ctx, user: User) -> dict[str, Any]:
+async def delete_conversation(conversation_id: PathId, ctx: Ctx, user: User) -> dict[str, Any]:
     if not await ctx.deps.store.delete_chat(conversation_id, user):
         raise _not_found(conversation_id)
     if ctx.blobs is not None:
@@ -122,7 +125,7 @@ async def delete_conversation(conversation_id: str, ctx: Ctx, user: User) -> dic
 
 @router.get("/{conversation_id}/items", responses=error_responses(404))
 async def list_items(
-    conversation_id: str,
+    conversation_id: PathId,
     ctx: Ctx,
     user: User,
     after: str | None = None,
@@ -135,7 +138,7 @@ async def list_items(
 
 
 @router.post("/{conversation_id}/items", responses=error_responses(404, 413))
-async def create_items(conversation_id: str, body: ItemsCreate, ctx: Ctx, user: User) -> dict[str, Any]:
+async def create_items(conversation_id: PathId, body: ItemsCreate, ctx: Ctx, user: User) -> dict[str, Any]:
     parsed = parse_input(body.items, sortable_id(), ctx.settings.max_message_bytes)  # checked before any read
     chat = await _chat(ctx, conversation_id, user)
     messages = await _add(ctx, chat, parsed)

@@ -12,6 +12,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from agent_core.api.deps import app_context, current_user, request_now
 from agent_core.api.openapi import error_responses, stream_or_json
 from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
+from agent_core.api.schemas import PathId
 from agent_core.context import AppContext
 from agent_core.domain.jobs import ResponseJob
 from agent_core.errors import InvalidRequest, NotFound
@@ -117,7 +118,7 @@ async def create_response(
     responses={**stream_or_json("The Response, or its events with `stream=true`"), **error_responses(404)},
 )
 async def retrieve_response(
-    response_id: str,
+    response_id: PathId,
     ctx: Ctx,
     user: User,
     runs: Runs,
@@ -135,7 +136,7 @@ async def retrieve_response(
 
 
 @router.delete("/responses/{response_id}", responses=error_responses(404))
-async def delete_response(response_id: str, ctx: Ctx, user: User) -> dict[str, Any]:
+async def delete_response(response_id: PathId, ctx: Ctx, user: User) -> dict[str, Any]:
     record = await _owned(ctx, response_id, user)
     if record.status in ACTIVE:
         await _stop(ctx, record)
@@ -151,7 +152,7 @@ async def _stop(ctx: AppContext, record: ResponseRecord) -> None:
 
 
 @router.post("/responses/{response_id}/cancel", responses=error_responses(404))
-async def cancel_response(response_id: str, ctx: Ctx, user: User, runs: Runs) -> dict[str, Any]:
+async def cancel_response(response_id: PathId, ctx: Ctx, user: User, runs: Runs) -> dict[str, Any]:
     """Cancel a background response; it keeps what it produced so far and ends `cancelled`."""
     responses = response_store(ctx)
     record = await _owned(ctx, response_id, user)
@@ -168,7 +169,7 @@ async def cancel_response(response_id: str, ctx: Ctx, user: User, runs: Runs) ->
 
 @router.get("/responses/{response_id}/input_items", responses=error_responses(404))
 async def input_items(
-    response_id: str,
+    response_id: PathId,
     ctx: Ctx,
     user: User,
     after: str | None = None,
