@@ -29,7 +29,7 @@ from agent_core.store.memory import MemoryTable
 from tests.support.fixtures import make_settings
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
-MAX_EXAMPLES = 12
+MAX_EXAMPLES = 25
 
 app = build_app(*routes.local, context=build_context(make_settings(AGENT_STAGE="dev"), table=MemoryTable()))
 schema = schemathesis.openapi.from_asgi("/openapi.json", app)
