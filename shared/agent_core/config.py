@@ -79,7 +79,7 @@ class Settings(BaseSettings):
     run_lease_ms: int = Field(120000, alias="AGENT_RUN_LEASE_MS")
     allow_clock_override: bool = Field(False, alias="AGENT_ALLOW_CLOCK_OVERRIDE")
     cors_origins: StrList = Field(default_factory=list, alias="AGENT_CORS_ORIGINS")
-    # Request bounds, checked before any work (413 request_too_large / input_too_large / instructions_too_large).
+    # Request bounds, checked before any work (413 request_too_large / instructions_too_large, 4xx too_many_items).
     max_body_bytes: int = Field(1048576, ge=1, alias="AGENT_MAX_BODY_BYTES")
     max_input_items: int = Field(500, ge=1, alias="AGENT_MAX_INPUT_ITEMS")
     max_instructions_bytes: int = Field(65536, ge=1, alias="AGENT_MAX_INSTRUCTIONS_BYTES")

@@ -16,7 +16,7 @@ _DESCRIPTIONS = {
     403: "Refused (e.g. an invalid data token)",
     404: "Not found, or not the caller's",
     409: "Conflict (e.g. `run_in_progress`)",
-    413: "Too large: `request_too_large` (body), `message_too_large`, `input_too_large`, `instructions_too_large`",
+    413: "Too large: `request_too_large` (the body), `message_too_large` (a message or item), `instructions_too_large`",
     422: "Invalid request",
     502: "The model failed (`llm_unavailable`)",
     503: "A service is unavailable; retry later",
