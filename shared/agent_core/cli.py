@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 from zoneinfo import ZoneInfo
 
-from agent_core.config import Settings, get_settings
+from agent_core.config import Settings, get_settings, local_server_settings
 
 
 def _identity(settings: Settings) -> str:
@@ -60,6 +60,7 @@ def listen(host: str, port: int) -> socket.socket:
 
 def serve(host: str, port: int) -> None:
     import uvicorn
+    from pydantic import ValidationError
 
     from agent_core.api import routes
     from agent_core.api.app import build_app
@@ -67,7 +68,11 @@ def serve(host: str, port: int) -> None:
     from agent_core.runtime.agents import AgentDefinitionError
 
     sock = listen(host, port)
-    settings = get_settings()
+    try:
+        settings = local_server_settings()  # the dev stage unless AGENT_STAGE says otherwise
+    except ValidationError as error:
+        sock.close()
+        raise SystemExit(f"agent-core: invalid configuration: {error}") from error
     try:
         context = build_context(settings)  # embedded storage starts here, before the first request
     except AgentDefinitionError as error:
@@ -92,9 +97,9 @@ def serve(host: str, port: int) -> None:
 # --- agent-core jobs ------------------------------------------------------------------------------
 
 JOBS_HELP = """Run against the configured storage with the in-process queue, and wait until every job enqueued has
-finished. Prints one JSON line; exits 1 if any enqueued job failed. Refuses (exit 2) storage that lives
-inside one process (AGENT_STORAGE=embedded or memory): this command would see an empty store of its own;
-run the jobs inside the local server with POST /api/dev/jobs/idle-sessions or /api/dev/jobs/daily-summary.
+finished. Prints one JSON line; exits 1 if any enqueued job failed. Works on the local server's database
+(AGENT_STORAGE=embedded) and on DynamoDB (aws); refuses (exit 2) AGENT_STORAGE=memory, which lives inside
+one process (this command would see an empty store of its own).
 
   jobs idle-sessions [--now ISO]
       the 5-minute pass at NOW (default: the current time)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -22,6 +22,8 @@ def _split(value: object) -> object:
         return [part.strip() for part in text.split(",") if part.strip()]
     return value
 
+
+DEV_STAGE = "dev"
 
 # Read raw from the environment (no JSON decoding first), then split by `_split`.
 StrList = Annotated[list[str], NoDecode]
@@ -82,6 +84,12 @@ class Settings(BaseSettings):
     # Where clients reach the API (e.g. https://api.example.com/prod): data links are built on it. Empty: the
     # gateway address the request came through (stage path included), else root-relative links (local).
     public_base_url: str = Field("", alias="AGENT_PUBLIC_BASE_URL")
+    # Request bounds, checked before any work (413 request_too_large / instructions_too_large, 4xx too_many_items).
+    max_body_bytes: int = Field(1048576, ge=1, alias="AGENT_MAX_BODY_BYTES")
+    max_input_items: int = Field(500, ge=1, alias="AGENT_MAX_INPUT_ITEMS")
+    max_instructions_bytes: int = Field(65536, ge=1, alias="AGENT_MAX_INSTRUCTIONS_BYTES")
+    # `dev` enables the dev job routes and AGENT_ALLOW_CLOCK_OVERRIDE; never honoured in Lambda.
+    stage: str = Field("prod", min_length=1, max_length=32, alias="AGENT_STAGE")
 
     service_name: str = Field("agent-core", alias="POWERTOOLS_SERVICE_NAME")
     lambda_function_name: str = Field("", alias="AWS_LAMBDA_FUNCTION_NAME")
@@ -96,6 +104,17 @@ class Settings(BaseSettings):
     def _lists(cls, value: object) -> object:
         return _split(value)
 
+    @model_validator(mode="after")
+    def _dev_only(self) -> Settings:
+        """Dev-only features refuse to start outside the dev stage, and in Lambda whatever the stage."""
+        if self.allow_clock_override and not self.dev_features:
+            where = "in a Lambda function" if self.in_lambda else f"with AGENT_STAGE={self.stage!r}"
+            raise ValueError(
+                f"AGENT_ALLOW_CLOCK_OVERRIDE is a dev-only feature and is refused {where}: "
+                "unset it, or run the local server with AGENT_STAGE=dev"
+            )
+        return self
+
     @property
     def in_lambda(self) -> bool:
         return bool(self.lambda_function_name)
@@ -104,6 +123,11 @@ class Settings(BaseSettings):
     def behind_web_adapter(self) -> bool:
         """A Lambda process served through the Lambda Web Adapter (its exec wrapper or invoke mode is set)."""
         return self.in_lambda and bool(self.lambda_exec_wrapper or self.lwa_invoke_mode)
+
+    @property
+    def dev_features(self) -> bool:
+        """The dev job routes and the clock override: the dev stage only, and never in Lambda."""
+        return self.stage == DEV_STAGE and not self.in_lambda
 
     @property
     def effective_storage(self) -> str:
@@ -136,6 +160,13 @@ class Settings(BaseSettings):
 @lru_cache(maxsize=1)
 def _generated_secret() -> str:
     return secrets.token_urlsafe(32)
+
+
+def local_server_settings() -> Settings:
+    """The settings of `agent-core serve`: as `Settings()`, but the stage is `dev` unless AGENT_STAGE says."""
+    if "AGENT_STAGE" in os.environ:
+        return Settings()
+    return Settings(AGENT_STAGE=DEV_STAGE)
 
 
 @lru_cache(maxsize=1)

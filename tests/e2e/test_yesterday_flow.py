@@ -38,7 +38,7 @@ def test_yesterdays_conversation_is_summarised_and_recalled_in_one_llm_call() ->
         env = {
             "OPENAI_BASE_URL": stub.base_url,
             "OPENAI_API_KEY": "sk-local",
-            "AGENT_ALLOW_CLOCK_OVERRIDE": "true",
+            "AGENT_ALLOW_CLOCK_OVERRIDE": "true",  # allowed: `agent-core serve` runs in the dev stage by default
             "AGENT_DEFAULT_TIMEZONE": "Asia/Shanghai",
         }
         with local_server(**env) as (base, _process), httpx.Client(base_url=base, timeout=60) as client:

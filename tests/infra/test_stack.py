@@ -641,3 +641,12 @@ def test_every_function_environment_parses_as_settings(
         assert settings.storage == "aws", logical_id
         cors = variables.get("AGENT_CORS_ORIGINS", "")
         assert settings.cors_origins == [o for o in _literal(cors).split(",") if o], logical_id
+
+
+def test_no_function_is_given_dev_only_features(dev: Synth, prod_jwt: Synth) -> None:
+    """Even the CDK stage named `dev` deploys functions without AGENT_STAGE=dev or the clock override."""
+    for synth in (dev, prod_jwt):
+        for function in synth.resources("AWS::Lambda::Function").values():
+            env = function["Properties"].get("Environment", {}).get("Variables", {})
+            assert env.get("AGENT_STAGE", "prod") != "dev"
+            assert "AGENT_ALLOW_CLOCK_OVERRIDE" not in env

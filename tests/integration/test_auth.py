@@ -105,3 +105,32 @@ def test_jwt_mode_verifies_bearer_tokens_against_the_jwks(jwks: tuple[str, Any])
         refused = client.get("/whoami", headers={"Authorization": f"Bearer {bad}"})
         assert refused.status_code == 401, bad
     assert client.get("/whoami").status_code == 401
+
+
+def _signed(key: Any, claims: dict[str, Any]) -> str:
+    return jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"})
+
+
+def test_jwt_mode_requires_exp_and_bounds_iat_and_nbf(jwks: tuple[str, Any]) -> None:
+    url, key = jwks
+    client = _app(
+        {}, AGENT_AUTH_MODE="jwt", AGENT_JWT_JWKS_URL=url, AGENT_JWT_ISSUER=ISSUER, AGENT_JWT_AUDIENCE=AUDIENCE
+    )
+    now = int(time.time())
+    base = {"sub": "user-jwt", "iss": ISSUER, "aud": AUDIENCE}
+
+    def who(claims: dict[str, Any]) -> Any:
+        return client.get("/whoami", headers={"Authorization": f"Bearer {_signed(key, claims)}"})
+
+    # A correctly signed token without `exp` would never expire: refused
+    no_exp = who(base)
+    assert no_exp.status_code == 401 and no_exp.json()["error"]["code"] == "unauthorized"
+    assert "MissingRequiredClaim" in no_exp.json()["error"]["message"]
+    # Issued, or valid only from, beyond the allowed clock skew in the future: refused
+    assert who({**base, "exp": now + 3600, "iat": now + 600}).status_code == 401
+    assert who({**base, "exp": now + 3600, "nbf": now + 600}).status_code == 401
+    # Within the skew (a slightly fast issuer clock), and without `iat` or `nbf`: accepted
+    assert who({**base, "exp": now + 300, "iat": now + 10, "nbf": now + 10}).json() == {"user": "user-jwt"}
+    assert who({**base, "exp": now + 300}).json() == {"user": "user-jwt"}
+    # No subject: no caller identity
+    assert who({"iss": ISSUER, "aud": AUDIENCE, "exp": now + 300}).status_code == 401

@@ -62,9 +62,57 @@ def test_frontend_tool_round_trip_with_submit(offline: httpx.Client) -> None:
     result = next(e for e in events if e["type"] == "tool.result")
     assert submitted["params"] == result["result"] == {"choice": "blue"} and result["status"] == "ok"
     assert events[-1]["type"] == "run.complete"
-    # A repeated submit for the same call is unmatched
+    # A repeated submit for the same call is refused with the run's status
     again = {"runId": start["runId"], "toolId": start["toolId"], "params": {"choice": "red"}}
-    assert offline.post("/api/ap/submit", json=again).json() == {"accepted": False, "status": "unmatched"}
+    assert offline.post("/api/ap/submit", json=again).json() == {"accepted": False, "status": "completed"}
+
+
+def test_a_submit_after_the_run_was_cancelled_is_refused_with_the_runs_status(offline: httpx.Client) -> None:
+    # Given a run waiting for the browser's answer, cancelled on the call's tool.end
+    answers: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    with offline.stream("POST", "/api/ap/query", json={"message": 'ask me to pick "red" or "blue"'}) as response:
+        for event in sse_events(response):
+            events.append(event)
+            if event["type"] == "tool.end":
+                body = {"runId": event["runId"], "toolId": event["toolId"], "params": {"choice": "red"}}
+                assert offline.post("/api/ap/cancel", json={"runId": event["runId"]}).json()["accepted"] is True
+                # When the browser submits after the cancel
+                answers.append(offline.post("/api/ap/submit", json=body).json())
+    # Then it is refused (the run is being cancelled), the run ends cancelled, and a later submit says so
+    assert len(answers) == 1 and answers[0]["accepted"] is False
+    assert answers[0]["status"] in ("cancelling", "cancelled")  # the run may have ended already
+    assert events[-1]["type"] == "run.cancel" and "request.submit" not in [e["type"] for e in events]
+    assert offline.post("/api/ap/submit", json=body).json() == {"accepted": False, "status": "cancelled"}
+
+
+async def test_a_cancel_closes_the_runs_waiting_frontend_calls(any_table: Any) -> None:
+    # Given a running run with two waiting frontend calls, one already answered
+    from agent_core.domain.models import Wait, WaitStatus
+    from agent_core.store.table_store import TableStore
+
+    context = build_context(make_settings(), table=any_table, audit=lambda line: None)
+    store = context.deps.store
+    assert isinstance(store, TableStore)
+    pending = await _running_run(context)
+    for tool_id in ("t1", "t2"):
+        await store.create_wait(Wait(run_id=pending.run_id, tool_id=tool_id, user_id="alice", expires_at=2**40))
+    assert await store.submit_wait(pending.run_id, "t2", "alice", {"ok": True}, 0)
+    # When the run is cancelled
+    assert await store.request_cancel(pending.chat_id, pending.run_id)
+    # Then the waiting call no longer accepts a submit (the WAIT condition), the answered one is kept
+    first, second = await store.get_wait(pending.run_id, "t1"), await store.get_wait(pending.run_id, "t2")
+    assert first is not None and first.status == WaitStatus.CANCELLED
+    assert second is not None and second.status == WaitStatus.SUBMITTED
+    assert not await store.submit_wait(pending.run_id, "t1", "alice", {"late": True}, 0)
+
+
+async def _running_run(context: AppContext) -> Any:
+    """A turn that took its chat's lease (prepared, not run): its Run is `running`."""
+    from agent_core.runtime.turn import TurnRequest, prepare_turn
+
+    prepared = await prepare_turn(context.deps, TurnRequest(user_id="alice", message="hello"))
+    return prepared.run  # type: ignore[union-attr]
 
 
 def test_submit_by_another_user_or_for_unknown_ids_is_unmatched(offline: httpx.Client) -> None:

@@ -55,7 +55,7 @@ def test_stream_app_serves_a_query_then_submit_and_data_handlers_answer(lambda_e
     submit = _fresh(submit_module)
     body = {"runId": run_id, "toolId": "nope", "params": {}}
     answer = submit(http_v2_event("POST", "/api/ap/submit", body, {"x-user-id": "u1"}), ctx)
-    assert answer["statusCode"] == 200 and json.loads(answer["body"]) == {"accepted": False, "status": "unmatched"}
+    assert answer["statusCode"] == 200 and json.loads(answer["body"]) == {"accepted": False, "status": "completed"}
     malformed = submit(rest_v1_event("POST", "/api/ap/submit", {"runId": run_id}, {"X-User-Id": "u1"}), ctx)
     assert malformed["statusCode"] == 422
     boto3.client("s3").put_object(

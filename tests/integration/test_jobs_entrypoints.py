@@ -281,10 +281,12 @@ def test_worker_handler_compacts_a_chat_from_a_real_sqs_batch(lambda_env: None, 
 def recorded_now(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, datetime, RunDeps]]:
     """Replace the scheduled passes (their internals are elsewhere) with fakes that record their `now`."""
     calls: list[tuple[str, datetime, RunDeps]] = []
+    users: list[str | None] = []  # the user a pass was limited to (the dev routes), else None
 
     def fake(name: str) -> Any:
-        async def run(deps: RunDeps, now: datetime) -> JobReport:
+        async def run(deps: RunDeps, now: datetime, user_id: str | None = None) -> JobReport:
             calls.append((name, now, deps))
+            users.append(user_id)
             await deps.queue.enqueue(_compact(f"c_{name}"))
             return JobReport(scanned=3, enqueued=1, skipped=2, details={"closed": 1})
 
@@ -366,7 +368,7 @@ def _dev_client(ctx: AppContext) -> httpx.AsyncClient:
 async def test_dev_routes_run_the_job_at_x_agent_now_and_wait_for_its_work(
     recorded_now: list[tuple[str, datetime, RunDeps]], handled: list[Job], path: str, name: str
 ) -> None:
-    ctx = build_context(make_settings(AGENT_ALLOW_CLOCK_OVERRIDE="true"), table=MemoryTable())
+    ctx = build_context(make_settings(AGENT_STAGE="dev", AGENT_ALLOW_CLOCK_OVERRIDE="true"), table=MemoryTable())
     async with _dev_client(ctx) as client:
         answer = await client.post(f"/api/dev/jobs/{path}", headers={"X-Agent-Now": "2026-01-08T16:30:00+00:00"})
     assert answer.status_code == 200

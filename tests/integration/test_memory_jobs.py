@@ -68,7 +68,7 @@ def _each_table(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[None
 
 def _context(llm: Any, **settings: Any) -> AppContext:
     return build_context(
-        make_settings(AGENT_ALLOW_CLOCK_OVERRIDE="true", **settings),
+        make_settings(AGENT_STAGE="dev", AGENT_ALLOW_CLOCK_OVERRIDE="true", **settings),
         table=_new_table[0](),
         llm=llm,
         audit=lambda _: None,

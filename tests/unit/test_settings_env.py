@@ -58,10 +58,16 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     return monkeypatch
 
 
+# Settings that are valid only with another one (the clock override is a dev-stage feature).
+COMPANIONS = {"allow_clock_override": {"AGENT_STAGE": "dev"}}
+
+
 @pytest.mark.parametrize("name", sorted(Settings.model_fields))
 def test_every_setting_parses_from_the_environment(clean_env: pytest.MonkeyPatch, name: str) -> None:
     raw, expected = _sample(name)
     clean_env.setenv(_aliases()[name], raw)
+    for alias, value in COMPANIONS.get(name, {}).items():
+        clean_env.setenv(alias, value)
     assert getattr(Settings(), name) == expected
 
 

@@ -8,7 +8,9 @@ from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from agent_core import __version__
+from agent_core.api.body_limit import BodyLimit
 from agent_core.api.errors import install_error_handlers
+from agent_core.api.openapi import install_openapi
 from agent_core.config import get_settings
 from agent_core.context import AppContext, build_context
 
@@ -32,6 +34,8 @@ def build_app(*routers: APIRouter, context: AppContext | ContextFactory | None =
     app = _app(docs)
     install_error_handlers(app)
     settings = context.settings if isinstance(context, AppContext) else get_settings()
+    # Added first, so it sits inside CORS: a 413 still carries the CORS headers.
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     if settings.cors_origins:
         # Browsers calling through API Gateway get CORS headers from the app (preflight is the gateway's).
         app.add_middleware(
@@ -42,6 +46,7 @@ def build_app(*routers: APIRouter, context: AppContext | ContextFactory | None =
         )
     for router in routers:
         app.include_router(router)
+    install_openapi(app)
     if isinstance(context, AppContext):
         app.state.context = context
     else:

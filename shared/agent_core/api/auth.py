@@ -13,6 +13,9 @@ from agent_core.errors import Unauthorized
 
 LOCAL_USER = "local-user"
 MAX_USER_ID = 256
+# Clock skew allowed on `exp`, `nbf` and `iat` (a token issued in the future beyond it is refused).
+JWT_LEEWAY_S = 30
+REQUIRED_CLAIMS = ["exp", "sub"]  # a token without `exp` would never expire
 
 
 def _bearer(request: Request) -> str | None:
@@ -56,7 +59,8 @@ def _verify_jwt(token: str, settings: Settings) -> dict[str, Any]:
             algorithms=["RS256", "ES256", "PS256"],
             audience=settings.jwt_audience or None,
             issuer=settings.jwt_issuer or None,
-            options={"verify_aud": bool(settings.jwt_audience)},
+            leeway=JWT_LEEWAY_S,
+            options={"verify_aud": bool(settings.jwt_audience), "require": REQUIRED_CLAIMS},
         )
     except jwt.PyJWTError as exc:
         raise Unauthorized(f"invalid token: {type(exc).__name__}") from exc

@@ -32,9 +32,11 @@ def current_user(request: Request) -> str:
 
 
 def request_now(request: Request) -> datetime | None:
-    """`X-Agent-Now` sets "now" for this request, only when AGENT_ALLOW_CLOCK_OVERRIDE is on."""
+    """`X-Agent-Now` sets "now" for this request (the turn's, a job's): only with AGENT_ALLOW_CLOCK_OVERRIDE in
+    the dev stage, never in Lambda. It never applies to data-token expiry or run leases (wall clock only)."""
     value = request.headers.get("x-agent-now")
-    if not value or not app_context(request).settings.allow_clock_override:
+    settings = app_context(request).settings
+    if not value or not (settings.allow_clock_override and settings.dev_features):
         return None
     try:
         parsed = datetime.fromisoformat(value)

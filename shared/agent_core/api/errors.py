@@ -12,7 +12,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from agent_core.errors import AgentError
 from agent_core.observability import logger
 
-_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized", 413: "payload_too_large"}
+_UNPARSABLE_BODY = "There was an error parsing the body"  # FastAPI's HTTPException for undecodable bodies
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized", 413: "request_too_large"}
 
 
 def error_body(code: str, message: str, type_: str, param: str | None = None) -> dict[str, Any]:
@@ -69,6 +70,11 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and exc.detail == _UNPARSABLE_BODY:
+        # Bytes that are not even text: the same answer as any other body that is not JSON.
+        status = 400 if _is_openai_route(request) else 422
+        body = error_body("invalid_request", "request body is not valid JSON", "invalid_request_error", "body")
+        return JSONResponse(body, status_code=status)
     code = _HTTP_CODES.get(exc.status_code, "http_error")
     kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
     return JSONResponse(error_body(code, str(exc.detail), kind), status_code=exc.status_code, headers=exc.headers)

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Annotated
 
+from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from agent_core.domain.models import Chat, Message, ToolCallRecord
+
+# Ids in paths and queries are store keys: bounded (DynamoDB refuses keys over 1-2 KB with a 500-making error).
+MAX_ID = 128
+PathId = Annotated[str, Path(min_length=1, max_length=MAX_ID)]
 
 
 class Body(BaseModel):

@@ -129,11 +129,20 @@ class Run(Model):
     cancel_requested: bool = False
     snapshot: list[dict[str, Any]] | None = None
     snapshot_key: str | None = None
+    # The wall-clock ms its lease is taken at when the turn's "now" is overridden (X-Agent-Now): leases
+    # and run pointers always run on the wall clock. Never stored.
+    lease_at: int | None = Field(None, exclude=True)
+
+    @property
+    def lease_clock(self) -> int:
+        """ "Now" for the run's lease and pointer: the wall clock at its start."""
+        return self.started_at if self.lease_at is None else self.lease_at
 
 
 class WaitStatus(StrEnum):
     WAITING = "waiting"
     SUBMITTED = "submitted"
+    CANCELLED = "cancelled"  # its run was cancelled: a submit no longer matches
 
 
 class Wait(Model):

@@ -32,16 +32,18 @@ def pass_buckets(now: datetime) -> tuple[list[str], list[str]]:
     return due, catch_up
 
 
-async def enqueue_closed_days(deps: RunDeps, now: datetime, report: JobReport) -> JobReport:
+async def enqueue_closed_days(deps: RunDeps, now: datetime, report: JobReport, user_id: str | None = None) -> JobReport:
     """At hh:30: the buckets of the hour just past and of this hour up to now (+05:30 and +05:45 zones), and
-    the markers of earlier hours still not summarised (a failed or lost job): each pass catches up."""
+    the markers of earlier hours still not summarised (a failed or lost job): each pass catches up.
+    With `user_id` (the dev route), that user's days only."""
     now_ms_ = now_ms_of(now)
     due, catch_up = pass_buckets(now)
 
     async def shard(bucket: str, index: int, late: bool) -> None:
         # Page by page: memory stays flat however many users closed their day in this hour. A done marker
         # leaves the index, so the catch-up reads only the stragglers.
-        async for page in deps.store.day_mark_pages(bucket, index, now_ms_):
+        async for marks in deps.store.day_mark_pages(bucket, index, now_ms_):
+            page = [(u, d) for u, d in marks if user_id is None or u == user_id]
             jobs: list[Job] = [DailySummaryJob(user_id=u, date=d, now_ms=now_ms_) for u, d in page]
             report.scanned += len(page)
             if late:

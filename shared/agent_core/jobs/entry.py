@@ -77,10 +77,11 @@ def report_dict(report: JobReport) -> dict[str, Any]:
     return asdict(report)
 
 
-async def run_scheduled(ctx: AppContext, name: ScheduledJob, now: datetime) -> JobReport:
-    """Run one scheduled pass at `now`, then wait for the in-process work it enqueued (none when on SQS)."""
+async def run_scheduled(ctx: AppContext, name: ScheduledJob, now: datetime, user_id: str | None = None) -> JobReport:
+    """Run one scheduled pass at `now` (over `user_id`'s data only, if given), then wait for the in-process
+    work it enqueued (none when on SQS)."""
     job = getattr(scheduled, f"run_{name}")  # looked up per call: tests replace these functions
-    report: JobReport = await job(ctx.deps, now)
+    report: JobReport = await (job(ctx.deps, now) if user_id is None else job(ctx.deps, now, user_id))
     await ctx.queue.join()
     return report
 

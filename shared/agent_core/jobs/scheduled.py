@@ -11,17 +11,22 @@ from agent_core.runtime.deps import RunDeps
 __all__ = ["JobReport", "run_daily_summary", "run_idle_sessions"]
 
 
-async def run_idle_sessions(deps: RunDeps, now: datetime) -> JobReport:
-    """Close sessions idle past their due time (each exactly once) and fail runs whose lease expired."""
+async def run_idle_sessions(deps: RunDeps, now: datetime, user_id: str | None = None) -> JobReport:
+    """Close sessions idle past their due time (each exactly once) and fail runs whose lease expired.
+
+    `user_id` limits the pass to that user's chats (the dev route acts only on its caller's data).
+    """
     from agent_core.jobs.sessions import close_idle_sessions
 
     with job_run("idle_sessions") as report:
-        return await close_idle_sessions(deps, now, report)
+        return await close_idle_sessions(deps, now, report, user_id)
 
 
-async def run_daily_summary(deps: RunDeps, now: datetime) -> JobReport:
-    """Enqueue one daily-summary job per user-day whose local day closed in the hours just past (and catch up)."""
+async def run_daily_summary(deps: RunDeps, now: datetime, user_id: str | None = None) -> JobReport:
+    """Enqueue one daily-summary job per user-day whose local day closed in the hours just past (and catch up).
+
+    `user_id` limits the pass to that user's days (the dev route)."""
     from agent_core.jobs.daily import enqueue_closed_days
 
     with job_run("daily_summary") as report:
-        return await enqueue_closed_days(deps, now, report)
+        return await enqueue_closed_days(deps, now, report, user_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from agent_core.domain.ids import now_ms as wall_ms
 from agent_core.domain.jobs import Job, ProfileJob, SessionSummaryJob
 from agent_core.domain.models import Chat, Kind, SessionSummary
 from agent_core.jobs.report import JobReport
@@ -55,22 +56,24 @@ async def summarize_session(deps: RunDeps, job: SessionSummaryJob) -> bool:
     return written
 
 
-async def close_idle_sessions(deps: RunDeps, now: datetime, report: JobReport) -> JobReport:
+async def close_idle_sessions(deps: RunDeps, now: datetime, report: JobReport, user_id: str | None = None) -> JobReport:
     """Every shard of the idle index: close sessions past due (once), move the due of active ones, fail dead runs."""
     now_ms = now_ms_of(now)
     idle_ms = deps.settings.idle_timeout_minutes * 60_000
     for index in range(SHARDS):
         async for page in deps.store.idle_candidate_pages(index, now_ms):
-            await _close_page(deps, page, now_ms, idle_ms, report)
+            mine = [c for c in page if user_id is None or c.user_id == user_id]
+            await _close_page(deps, mine, now_ms, idle_ms, report)
     return report
 
 
 async def _close_page(deps: RunDeps, page: list[Chat], now_ms: int, idle_ms: int, report: JobReport) -> None:
     due: list[SessionSummaryJob] = []
+    lease_now = min(now_ms, wall_ms())  # a pass "in the future" (--now, X-Agent-Now) expires no live lease
     for chat in page:
         report.scanned += 1
-        stale = chat.active_run_id is not None and (chat.lease_expires_at or 0) < now_ms
-        if stale and await deps.store.fail_stale_run(chat.chat_id, str(chat.active_run_id), now_ms):
+        stale = chat.active_run_id is not None and (chat.lease_expires_at or 0) < lease_now
+        if stale and await deps.store.fail_stale_run(chat.chat_id, str(chat.active_run_id), lease_now):
             report.count("runs_failed")
         if chat.session_id is None:
             continue

@@ -9,7 +9,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_core.domain.models import Role, ToolCall
-from agent_core.errors import InvalidRequest
+from agent_core.domain.text import utf8_size
+from agent_core.errors import InvalidRequest, PayloadTooLarge
 
 # What a turn continued only by function outputs says as its user message (see runtime/responses_run.py).
 CONTINUE_MESSAGE = "(Function call outputs above. Continue.)"
@@ -19,6 +20,12 @@ _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 
 class WireModel(BaseModel):
     model_config = ConfigDict(extra="ignore")
+
+
+# OpenAI's metadata bounds: at most 16 pairs, keys up to 64 characters, values up to 512.
+Metadata = Annotated[
+    dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=512)]], Field(max_length=16)
+]
 
 
 class FunctionToolParam(WireModel):
@@ -53,8 +60,8 @@ class ResponseCreate(WireModel):
     """POST /v1/responses; unknown parameters are ignored, known ones are validated."""
 
     model: str | None = Field(None, min_length=1, max_length=200)
-    input: str | Annotated[list[dict[str, Any]], Field(max_length=2000)]  # a string's size: max_message_bytes
-    instructions: str | None = Field(None, max_length=262144)
+    input: str | list[dict[str, Any]]  # bounded by `check_limits` (item count and size)
+    instructions: str | None = None  # bounded by `check_limits`
     tools: list[FunctionToolParam] = Field(default_factory=list, max_length=128)
     tool_choice: Literal["none", "auto", "required"] | ToolChoiceFunction | None = None
     parallel_tool_calls: bool | None = None
@@ -62,8 +69,8 @@ class ResponseCreate(WireModel):
     store: bool | None = None
     background: bool | None = None
     previous_response_id: str | None = Field(None, min_length=1, max_length=128)
-    conversation: str | ConversationParam | None = None
-    metadata: dict[str, str] | None = Field(None, max_length=16)
+    conversation: Annotated[str, Field(min_length=1, max_length=64)] | ConversationParam | None = None
+    metadata: Metadata | None = None
     max_output_tokens: int | None = Field(None, ge=1)
     temperature: float | None = Field(None, ge=0, le=2)
     user: str | None = Field(None, max_length=256)
@@ -81,6 +88,18 @@ class ResponseCreate(WireModel):
     @property
     def client_tools(self) -> frozenset[str]:
         return frozenset(t.name for t in self.tools)
+
+
+def check_limits(body: ResponseCreate, *, max_items: int, max_instructions_bytes: int) -> None:
+    """The request's size bounds, checked before anything is read or written (413 / 400, stable codes)."""
+    if isinstance(body.input, list) and len(body.input) > max_items:
+        raise InvalidRequest(f"input has more than {max_items} items", param="input", code="too_many_items")
+    if body.instructions is not None and utf8_size(body.instructions, "instructions") > max_instructions_bytes:
+        raise PayloadTooLarge(
+            f"instructions exceed {max_instructions_bytes} bytes (UTF-8)",
+            param="instructions",
+            code="instructions_too_large",
+        )
 
 
 def check_rules(body: ResponseCreate) -> None:
@@ -158,10 +177,17 @@ def _required(item: dict[str, Any], key: str, where: str) -> str:
 
 
 class _Parser:
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str, max_bytes: int | None) -> None:
         self.prefix = prefix
+        self.max_bytes = max_bytes
         self.out = ParsedInput()
         self.names: dict[str, str] = {}  # call_id -> function name
+
+    def sized(self, text: str, param: str) -> str:
+        """`text` (an item's content, output or arguments) when within the per-message bound, else 413."""
+        if self.max_bytes is not None and utf8_size(text, param) > self.max_bytes:
+            raise PayloadTooLarge(f"{param} exceeds {self.max_bytes} bytes (UTF-8)", param=param)
+        return text
 
     def item_id(self, kind: str) -> str:
         return f"{kind}_{self.prefix}_{len(self.out.items)}"
@@ -170,7 +196,7 @@ class _Parser:
         role = _ROLES.get(str(item.get("role")))
         if role is None:
             raise InvalidRequest(f"unsupported role {item.get('role')!r}", param=f"{where}.role")
-        text = _text(item.get("content"), where)
+        text = self.sized(_text(item.get("content"), where), f"{where}.content")
         self.out.messages.append(InputMessage(role, text))
         part_type = "output_text" if role == Role.ASSISTANT else "input_text"
         part: dict[str, Any] = {"type": part_type, "text": text}
@@ -193,13 +219,14 @@ class _Parser:
         arguments = item.get("arguments") or "{}"
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False)
+        self.sized(arguments, f"{where}.arguments")
         self.call(ToolCall(id=call_id, name=name, arguments=arguments))
         stored = {"id": item.get("id") or self.item_id("fc"), "type": "function_call", "call_id": call_id}
         self.out.items.append({**stored, "name": name, "arguments": arguments, "status": "completed"})
 
     def function_output(self, item: dict[str, Any], where: str) -> None:
         call_id = _required(item, "call_id", where)
-        output = _output_text(item.get("output"), where)
+        output = self.sized(_output_text(item.get("output"), where), f"{where}.output")
         name = self.names.get(call_id)
         self.out.messages.append(InputMessage(Role.TOOL, output, tool_call_id=call_id, tool_name=name))
         stored = {"id": item.get("id") or self.item_id("fco"), "type": "function_call_output", "call_id": call_id}
@@ -208,14 +235,17 @@ class _Parser:
     def mcp_call(self, item: dict[str, Any], where: str) -> None:
         """A server-side call replayed by a stateless client: the call and its result."""
         call_id, name = _required(item, "id", where), _required(item, "name", where)
-        self.call(ToolCall(id=call_id, name=name, arguments=str(item.get("arguments") or "{}")))
+        arguments = self.sized(str(item.get("arguments") or "{}"), f"{where}.arguments")
+        self.call(ToolCall(id=call_id, name=name, arguments=arguments))
         result = item.get("output") if item.get("output") is not None else {"error": item.get("error")}
         content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+        self.sized(content, f"{where}.output")
         self.out.messages.append(InputMessage(Role.TOOL, content, tool_call_id=call_id, tool_name=name))
         self.out.items.append(dict(item))
 
     def parse(self, value: str | list[dict[str, Any]]) -> ParsedInput:
         if isinstance(value, str):
+            self.sized(value, "input")
             self.message({"role": "user", "content": value}, "input")
             return self.out
         for n, item in enumerate(value):
@@ -234,9 +264,12 @@ class _Parser:
         return self.out
 
 
-def parse_input(value: str | list[dict[str, Any]], prefix: str) -> ParsedInput:
-    """Input items in order as chat messages, plus the items as stored (ids `msg_{prefix}_{n}`...)."""
-    return _Parser(prefix).parse(value)
+def parse_input(value: str | list[dict[str, Any]], prefix: str, max_bytes: int | None = None) -> ParsedInput:
+    """Input items in order as chat messages, plus the items as stored (ids `msg_{prefix}_{n}`...).
+
+    `max_bytes` bounds each item's text (413 `message_too_large`, param `input[n].content`...).
+    """
+    return _Parser(prefix, max_bytes).parse(value)
 
 
 def pending_calls(output: list[dict[str, Any]]) -> list[str]:

@@ -20,6 +20,7 @@ from agent_core.protocol.responses_input import (
     InputMessage,
     ParsedInput,
     ResponseCreate,
+    check_limits,
     check_outputs,
     check_rules,
     parse_input,
@@ -123,9 +124,11 @@ async def plan_response(
     public_base_url: str = "",
 ) -> ResponsePlan:
     """Check the request against its rules and the caller's objects; 4xx errors come from here."""
+    s = deps.settings
+    check_limits(body, max_items=s.max_input_items, max_instructions_bytes=s.max_instructions_bytes)
     check_rules(body)
     response_id = response_id or new_response_id()
-    parsed = parse_input(body.input, response_id.removeprefix("resp_"))
+    parsed = parse_input(body.input, response_id.removeprefix("resp_"), s.max_message_bytes)
     parsed.split()
     previous = None
     if body.previous_response_id:

@@ -13,6 +13,7 @@ from agent_core.domain.ids import new_chat_id, new_run_id, now_ms, sortable_id
 from agent_core.domain.jobs import CompactJob
 from agent_core.domain.models import Chat, Kind, Message, Profile, Role, Run, RunStatus, Summary, TurnResult
 from agent_core.domain.sessions import SessionPlan
+from agent_core.domain.text import utf8_size
 from agent_core.errors import InvalidRequest, NotFound, PayloadTooLarge, RunInProgress
 from agent_core.memory.calendar import to_ms, zone
 from agent_core.memory.compaction import CompactionPolicy, needs_compaction
@@ -81,7 +82,7 @@ class PreparedTurn:
 def validate_message(message: str, max_bytes: int) -> str:
     if not message or not message.strip():
         raise InvalidRequest("message must not be blank", param="message", code="blank_message")
-    if len(message.encode("utf-8")) > max_bytes:
+    if utf8_size(message, "message") > max_bytes:
         raise PayloadTooLarge(f"message exceeds {max_bytes} bytes (UTF-8)", param="message")
     return message
 
@@ -136,6 +137,7 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         agent_version=agent.version,
         model=req.model or agent.model or s.model,
         started_at=at_ms,
+        lease_at=now_ms() if req.now else None,  # the lease is on the wall clock whatever "now" says
     )
     user_message = Message(
         id=sortable_id(at_ms),
@@ -160,7 +162,7 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         previous = duplicate.run
         if previous.status == RunStatus.COMPLETED and previous.result is not None:
             return previous.result
-        lease_held = chat.active_run_id == previous.run_id and (chat.lease_expires_at or 0) > run.started_at
+        lease_held = chat.active_run_id == previous.run_id and (chat.lease_expires_at or 0) > now_ms()
         if previous.status == RunStatus.RUNNING and lease_held:
             raise RunInProgress("this request is still running") from duplicate
         # A failed, cancelled or dead run: run again for the message already stored.
@@ -185,7 +187,7 @@ async def _after_begin(deps: RunDeps, chat: Chat, plan: SessionPlan, at_ms: int)
     """The session this turn ended is summarised in the background; a dead run's lease it took is failed."""
     if plan.close is not None:
         await deps.queue.enqueue(plan.close)
-    if chat.active_run_id and (chat.lease_expires_at or 0) < at_ms:
+    if chat.active_run_id and (chat.lease_expires_at or 0) < now_ms():  # leases run on the wall clock
         # This turn took the expired lease over; the dead run's record still says running.
         await deps.store.fail_stale_run(chat.chat_id, chat.active_run_id, at_ms, release_lease=False)
 

@@ -62,8 +62,11 @@ def pointer_key(run_id: str) -> Key:
     return {PK: run_pk(run_id), SK: META}
 
 
+WAIT_PREFIX = "WAIT#"  # a run's WAIT items (frontend calls) share its partition
+
+
 def wait_key(run_id: str, tool_id: str) -> Key:
-    return {PK: run_pk(run_id), SK: f"WAIT#{tool_id}"}
+    return {PK: run_pk(run_id), SK: f"{WAIT_PREFIX}{tool_id}"}
 
 
 def pointer_to_item(pointer: RunPointer, expires_at: int) -> Item:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
 
@@ -166,8 +167,10 @@ class TableStore(HierarchyStore):
     def _lease_op(
         self, chat: Chat, run: Run, lease_ms: int, add_messages: int, plan: SessionPlan | None = None
     ) -> UpdateOp:
-        free = Condition.of(exists(PK)).any_of(not_exists("activeRunId"), lt("leaseExpiresAt", run.started_at))
-        values: dict[str, object] = {"activeRunId": run.run_id, "leaseExpiresAt": run.started_at + lease_ms}
+        # Leases run on the wall clock, never on a turn's overridden "now" (X-Agent-Now cannot take one over).
+        at = run.lease_clock
+        free = Condition.of(exists(PK)).any_of(not_exists("activeRunId"), lt("leaseExpiresAt", at))
+        values: dict[str, object] = {"activeRunId": run.run_id, "leaseExpiresAt": at + lease_ms}
         if plan is not None:
             expected = plan.expected_session_id
             free = free.any_of(not_exists("sessionId")) if expected is None else free.any_of(eq("sessionId", expected))
@@ -236,7 +239,7 @@ class TableStore(HierarchyStore):
         meta = await self.table.get(it.meta_key(chat.chat_id))
         if meta is None:
             return
-        lease_free = "activeRunId" not in meta or int(meta.get("leaseExpiresAt", 0)) < run.started_at
+        lease_free = "activeRunId" not in meta or int(meta.get("leaseExpiresAt", 0)) < run.lease_clock
         if lease_free and meta.get("sessionId") != chat.session_id:
             raise SessionChanged(it.chat_from_item(meta))
 
@@ -259,7 +262,7 @@ class TableStore(HierarchyStore):
     @staticmethod
     def _pointer_put(run: Run) -> Put:
         pointer = RunPointer(run_id=run.run_id, chat_id=run.chat_id, user_id=run.user_id)
-        return Put(it.pointer_to_item(pointer, run.started_at // 1000 + it.POINTER_TTL_S))
+        return Put(it.pointer_to_item(pointer, run.lease_clock // 1000 + it.POINTER_TTL_S))
 
     async def _run_for_request(self, chat_id: str, request_id: str) -> Run | None:
         marker = await self.table.get(it.request_key(chat_id, request_id))
@@ -343,7 +346,7 @@ class TableStore(HierarchyStore):
         return it.pointer_from_item(item)
 
     async def request_cancel(self, chat_id: str, run_id: str) -> bool:
-        """Flag a running run for cancellation; False when it already ended."""
+        """Flag a running run for cancellation, then close its waiting frontend calls; False when it already ended."""
         try:
             await self.table.update(
                 it.run_key(chat_id, run_id),
@@ -352,6 +355,14 @@ class TableStore(HierarchyStore):
             )
         except ConditionFailed:
             return False
+        waits = await self.table.query(it.run_pk(run_id), SkRange(begins_with=it.WAIT_PREFIX))
+        for item in waits.items:
+            with contextlib.suppress(ConditionFailed):  # submitted (or closed) meanwhile: it stays as it is
+                await self.table.update(
+                    {PK: item[PK], SK: item[SK]},
+                    Update(set={"status": WaitStatus.CANCELLED.value}),
+                    Condition.of(eq("status", WaitStatus.WAITING.value)),
+                )
         return True
 
     async def is_cancel_requested(self, chat_id: str, run_id: str) -> bool:

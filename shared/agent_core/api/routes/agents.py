@@ -7,9 +7,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends
 
 from agent_core.api.deps import app_context, current_user
+from agent_core.api.openapi import error_responses
 from agent_core.context import AppContext
 
-router = APIRouter(prefix="/api/ap", tags=["agents"])
+router = APIRouter(prefix="/api/ap", tags=["agents"], responses=error_responses(401))
 
 
 @router.get("/agents")

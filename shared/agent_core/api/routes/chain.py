@@ -15,19 +15,21 @@ from fastapi.responses import StreamingResponse
 from pydantic import Field, StrictInt
 
 from agent_core.api.deps import app_context, current_user
+from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
 from agent_core.api.schemas import Body
 from agent_core.context import AppContext
 from agent_core.domain.models import Role
-from agent_core.errors import InvalidRequest
+from agent_core.domain.text import utf8_size
+from agent_core.errors import InvalidRequest, PayloadTooLarge
 from agent_core.protocol.sse import encode_sse, with_pings
 from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.ephemeral import ephemeral_deps, seed_chat
 from agent_core.runtime.loop import TurnRunner
-from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
+from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn, validate_message
 from agent_core.tools.registry import ToolRegistry
 
-router = APIRouter(prefix="/api/chat", tags=["chain"])
+router = APIRouter(prefix="/api/chat", tags=["chain"], responses=error_responses(401, 413, 422))
 
 
 def without_frontend_tools(agent: AgentDefinition, registry: ToolRegistry) -> dict[str, object]:
@@ -48,7 +50,7 @@ MAX_STEPS = 50
 
 
 class ChainIn(Body):
-    messages: list[ChainMessage] = Field(min_length=1, max_length=500)
+    messages: list[ChainMessage] = Field(min_length=1)  # at most AGENT_MAX_INPUT_ITEMS, each AGENT_MAX_MESSAGE_BYTES
     agent_name: str | None = Field(None, max_length=64)
     strategy: Literal["prompt", "function"] = "prompt"
     max_steps: StrictInt | None = None  # range-checked in the route: out of range is a 400, never clamped
@@ -73,12 +75,23 @@ def chain_agent(agent: AgentDefinition, body: ChainIn) -> AgentDefinition:
     return agent.model_copy(update=changes)
 
 
-@router.post("/stream")
+@router.post("/stream", response_class=EventStreamResponse, responses=error_responses(400, 404))
 async def chain_stream(
     body: ChainIn, ctx: Annotated[AppContext, Depends(app_context)], user: Annotated[str, Depends(current_user)]
 ) -> StreamingResponse:
+    settings = ctx.settings
+    if len(body.messages) > settings.max_input_items:
+        raise InvalidRequest(
+            f"messages has more than {settings.max_input_items} items", param="messages", code="too_many_items"
+        )
+    for n, message in enumerate(body.messages[:-1]):  # the last one is checked as the turn's message
+        if utf8_size(message.content, f"messages[{n}].content") > settings.max_message_bytes:
+            raise PayloadTooLarge(
+                f"message exceeds {settings.max_message_bytes} bytes (UTF-8)", param=f"messages[{n}].content"
+            )
     if body.messages[-1].role != "user":
         raise InvalidRequest("the last message must be the user's", param="messages")
+    validate_message(body.messages[-1].content, settings.max_message_bytes)
     agent = ctx.deps.agents.get(body.agent_name, param="agentName")
     # Nothing is stored here, so a frontend tool's submit could never match: none is offered.
     agent = chain_agent(agent.model_copy(update=without_frontend_tools(agent, ctx.deps.tools.registry)), body)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now, request_timezone
+from agent_core.api.openapi import error_responses
 from agent_core.api.schemas import (
     ChatIn,
     ChatOut,
@@ -16,6 +17,7 @@ from agent_core.api.schemas import (
     CreateConversation,
     MessageList,
     MessageOut,
+    PathId,
 )
 from agent_core.context import AppContext
 from agent_core.domain.ids import new_chat_id, now_ms
@@ -25,7 +27,7 @@ from agent_core.runtime.blocking import run_blocking
 from agent_core.runtime.chat_deletion import delete_chat_completely
 from agent_core.runtime.turn import TurnRequest
 
-router = APIRouter(prefix="/api/v1/conversations", tags=["conversations"])
+router = APIRouter(prefix="/api/v1/conversations", tags=["conversations"], responses=error_responses(401, 422))
 
 Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
@@ -40,7 +42,7 @@ def _not_found() -> NotFound:
     return NotFound("conversation not found", param="conversationId", code="conversation_not_found")
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses=error_responses(413))
 async def create_conversation(ctx: Ctx, user: User, body: CreateConversation | None = None) -> JSONResponse:
     at = now_ms()
     chat = Chat(
@@ -63,24 +65,24 @@ async def list_conversations(ctx: Ctx, user: User, limit: Limit = 20, cursor: st
     return _dump(ConversationList(items=[ConversationOut.of(c) for c in page.items], next_cursor=page.next_cursor))
 
 
-@router.get("/{conversation_id}")
-async def get_conversation(conversation_id: str, ctx: Ctx, user: User) -> Any:
+@router.get("/{conversation_id}", responses=error_responses(404))
+async def get_conversation(conversation_id: PathId, ctx: Ctx, user: User) -> Any:
     chat = await ctx.deps.store.get_chat(conversation_id, user)
     if chat is None:
         raise _not_found()
     return _dump(ConversationOut.of(chat))
 
 
-@router.delete("/{conversation_id}", status_code=204)
-async def delete_conversation(conversation_id: str, ctx: Ctx, user: User) -> Response:
+@router.delete("/{conversation_id}", status_code=204, responses=error_responses(404))
+async def delete_conversation(conversation_id: PathId, ctx: Ctx, user: User) -> Response:
     if not await delete_chat_completely(ctx.deps.store, ctx.blobs, conversation_id, user):
         raise _not_found()
     return Response(status_code=204)
 
 
-@router.get("/{conversation_id}/messages")
+@router.get("/{conversation_id}/messages", responses=error_responses(404))
 async def list_messages(
-    conversation_id: str, ctx: Ctx, user: User, limit: Limit = 50, cursor: str | None = None
+    conversation_id: PathId, ctx: Ctx, user: User, limit: Limit = 50, cursor: str | None = None
 ) -> Any:
     page = await ctx.deps.store.list_messages(conversation_id, user, limit, cursor)
     if page is None:
@@ -88,9 +90,9 @@ async def list_messages(
     return _dump(MessageList(items=[MessageOut.of(m) for m in page.items], next_cursor=page.next_cursor))
 
 
-@router.post("/{conversation_id}/chat")
+@router.post("/{conversation_id}/chat", responses=error_responses(404, 409, 413, 502, 503))
 async def chat(
-    conversation_id: str,
+    conversation_id: PathId,
     body: ChatIn,
     request: Request,
     ctx: Ctx,

@@ -8,7 +8,8 @@ from typing import cast
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
 
-from agent_core.api.deps import app_context, current_user, request_now
+from agent_core.api.deps import app_context, current_user
+from agent_core.api.openapi import error_responses
 from agent_core.config import Settings
 from agent_core.errors import AgentError, NotFound
 from agent_core.store.blob import BlobStore
@@ -26,6 +27,9 @@ _SAFE_HEADERS = {
 }
 
 router = APIRouter(prefix="/api/ap", tags=["data"])
+
+_FILE = {"content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}, "description": "The file"}
+_REDIRECT = {"description": "Large files: a short-lived S3 link"}
 
 
 class DataTokenRejected(AgentError):
@@ -56,16 +60,12 @@ def _not_found() -> NotFound:
     return NotFound("file not found", param="file")
 
 
-def _now(request: Request) -> float:
-    override = request_now(request)
-    return override.timestamp() if override is not None else time.time()
-
-
 async def _authorise(request: Request, settings: Settings, chat_id: str, file: str, token: str | None) -> None:
     """A valid token is the authorisation; without one, the caller must own the chat (else 404)."""
     if token and settings.data_token_validation_enabled:
         try:
-            verify_data_token(settings.data_token_key(), token, chat_id, file, _now(request))
+            # Always the wall clock: X-Agent-Now never revives an expired link.
+            verify_data_token(settings.data_token_key(), token, chat_id, file, time.time())
         except DataTokenError as exc:
             raise DataTokenRejected(
                 f"data token refused: {exc}", param="t", data={"errorCode": exc.error_code}
@@ -76,7 +76,11 @@ async def _authorise(request: Request, settings: Settings, chat_id: str, file: s
         raise _not_found()
 
 
-@router.get("/data")
+@router.get(
+    "/data",
+    response_class=Response,
+    responses={200: _FILE, 302: _REDIRECT, **error_responses(400, 401, 403, 404, 422, 503)},
+)
 async def get_data(
     request: Request,
     file: str = "",

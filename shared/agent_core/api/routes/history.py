@@ -8,7 +8,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 
 from agent_core.api.deps import app_context, current_user
-from agent_core.api.schemas import iso
+from agent_core.api.openapi import error_responses
+from agent_core.api.schemas import MAX_ID, iso
 from agent_core.context import AppContext
 from agent_core.domain.ids import now_ms
 from agent_core.domain.models import Run
@@ -16,7 +17,7 @@ from agent_core.errors import NotFound
 from agent_core.memory.calendar import id_ceiling, id_floor
 from agent_core.memory.window import to_chat_message
 
-router = APIRouter(prefix="/api/ap", tags=["history"])
+router = APIRouter(prefix="/api/ap", tags=["history"], responses=error_responses(401, 422))
 
 Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
@@ -63,11 +64,11 @@ async def _raw_messages(ctx: AppContext, chat_id: str, runs: list[Run]) -> list[
     return [to_chat_message(m, tool_output_chars=1 << 30) for m in span if m.run_id in run_ids]
 
 
-@router.get("/chat")
+@router.get("/chat", responses=error_responses(404))
 async def chat(
     ctx: Ctx,
     user: User,
-    chat_id: Annotated[str, Query(alias="chatId", min_length=1)],
+    chat_id: Annotated[str, Query(alias="chatId", min_length=1, max_length=MAX_ID)],
     include_raw_messages: Annotated[bool, Query(alias="includeRawMessages")] = False,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: str | None = None,

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 
 from agent_core.api.deps import app_context, current_user, request_now
-from agent_core.api.schemas import Body
+from agent_core.api.openapi import error_responses
+from agent_core.api.schemas import Body, PathId
 from agent_core.context import AppContext
 from agent_core.domain.ids import now_ms
 from agent_core.domain.models import Profile
@@ -15,14 +16,14 @@ from agent_core.errors import NotFound
 from agent_core.memory.calendar import to_ms, valid_zone
 from agent_core.runtime.session_end import end_session
 
-router = APIRouter(prefix="/api/ap", tags=["memory"])
+router = APIRouter(prefix="/api/ap", tags=["memory"], responses=error_responses(401))
 
 Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
 
 
-@router.post("/chat/{chat_id}/end")
-async def end_chat_session(chat_id: str, request: Request, ctx: Ctx, user: User) -> Any:
+@router.post("/chat/{chat_id}/end", responses=error_responses(404, 413, 422))
+async def end_chat_session(chat_id: PathId, request: Request, ctx: Ctx, user: User) -> Any:
     """End the chat's open session now; its summary is written in the background."""
     chat = await ctx.deps.store.get_chat(chat_id, user)
     if chat is None:

@@ -8,18 +8,20 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import Field
 
 from agent_core.api.deps import app_context, current_user
+from agent_core.api.openapi import error_responses
 from agent_core.api.routes.responses import response_store
+from agent_core.api.schemas import PathId
 from agent_core.context import AppContext
 from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.models import Chat, Message, Role
 from agent_core.errors import NotFound
-from agent_core.protocol.responses_input import ParsedInput, WireModel, parse_input
+from agent_core.protocol.responses_input import Metadata, ParsedInput, WireModel, parse_input
 from agent_core.protocol.responses_items import conversation_items, list_page
 from agent_core.runtime.chat_deletion import delete_chat_completely
 from agent_core.runtime.responses_run import to_message
 from agent_core.runtime.turn import chat_name
 
-router = APIRouter(prefix="/v1/conversations", tags=["openai-conversations"])
+router = APIRouter(prefix="/v1/conversations", tags=["openai-conversations"], responses=error_responses(400, 401))
 
 Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
@@ -28,11 +30,11 @@ PAGE = 100
 
 class ConversationCreate(WireModel):
     items: list[dict[str, Any]] = Field(default_factory=list, max_length=20)
-    metadata: dict[str, str] | None = Field(None, max_length=16)
+    metadata: Metadata | None = None
 
 
 class ConversationUpdate(WireModel):
-    metadata: dict[str, str] = Field(max_length=16)
+    metadata: Metadata
 
 
 class ItemsCreate(WireModel):
@@ -76,10 +78,10 @@ async def _all_messages(ctx: AppContext, chat: Chat, user: str) -> list[Message]
         cursor = page.next_cursor
 
 
-@router.post("")
+@router.post("", responses=error_responses(413))
 async def create_conversation(ctx: Ctx, user: User, body: ConversationCreate | None = None) -> dict[str, Any]:
     body = body or ConversationCreate()
-    parsed = parse_input(body.items, sortable_id())
+    parsed = parse_input(body.items, sortable_id(), ctx.settings.max_message_bytes)
     metadata = body.metadata or {}
     first = next((m.content for m in parsed.messages if m.role == Role.USER), "")
     at = now_ms()
@@ -97,29 +99,31 @@ async def create_conversation(ctx: Ctx, user: User, body: ConversationCreate | N
     return _conversation(chat, metadata)
 
 
-@router.get("/{conversation_id}")
-async def retrieve_conversation(conversation_id: str, ctx: Ctx, user: User) -> dict[str, Any]:
+@router.get("/{conversation_id}", responses=error_responses(404))
+async def retrieve_conversation(conversation_id: PathId, ctx: Ctx, user: User) -> dict[str, Any]:
     chat = await _chat(ctx, conversation_id, user)
     return _conversation(chat, await response_store(ctx).conversation_metadata(chat.chat_id))
 
 
-@router.post("/{conversation_id}")
-async def update_conversation(conversation_id: str, body: ConversationUpdate, ctx: Ctx, user: User) -> dict[str, Any]:
+@router.post("/{conversation_id}", responses=error_responses(404, 413))
+async def update_conversation(
+    conversation_id: PathId, body: ConversationUpdate, ctx: Ctx, user: User
+) -> dict[str, Any]:
     chat = await _chat(ctx, conversation_id, user)
     await response_store(ctx).put_conversation(chat.chat_id, body.metadata)
     return _conversation(chat, body.metadata)
 
 
-@router.delete("/{conversation_id}")
-async def delete_conversation(conversation_id: str, ctx: Ctx, user: User) -> dict[str, Any]:
+@router.delete("/{conversation_id}", responses=error_responses(404))
+async def delete_conversation(conversation_id: PathId, ctx: Ctx, user: User) -> dict[str, Any]:
     if not await delete_chat_completely(ctx.deps.store, ctx.blobs, conversation_id, user):
         raise _not_found(conversation_id)
     return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
 
 
-@router.get("/{conversation_id}/items")
+@router.get("/{conversation_id}/items", responses=error_responses(404))
 async def list_items(
-    conversation_id: str,
+    conversation_id: PathId,
     ctx: Ctx,
     user: User,
     after: str | None = None,
@@ -131,8 +135,9 @@ async def list_items(
     return list_page(items, after=after, limit=limit, order=order)
 
 
-@router.post("/{conversation_id}/items")
-async def create_items(conversation_id: str, body: ItemsCreate, ctx: Ctx, user: User) -> dict[str, Any]:
+@router.post("/{conversation_id}/items", responses=error_responses(404, 413))
+async def create_items(conversation_id: PathId, body: ItemsCreate, ctx: Ctx, user: User) -> dict[str, Any]:
+    parsed = parse_input(body.items, sortable_id(), ctx.settings.max_message_bytes)  # checked before any read
     chat = await _chat(ctx, conversation_id, user)
-    messages = await _add(ctx, chat, parse_input(body.items, sortable_id()))
+    messages = await _add(ctx, chat, parsed)
     return list_page(conversation_items(messages, chat.agent_key), after=None, limit=PAGE, order="asc")

@@ -10,7 +10,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
+from agent_core.api.openapi import error_responses, stream_or_json
 from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
+from agent_core.api.schemas import PathId
 from agent_core.context import AppContext
 from agent_core.domain.jobs import ResponseJob
 from agent_core.errors import InvalidRequest, NotFound
@@ -22,7 +24,7 @@ from agent_core.runtime.responses_exec import BackgroundResponses, queue_respons
 from agent_core.runtime.responses_run import plan_response
 from agent_core.store.responses import ACTIVE, ResponseRecord, ResponseStore
 
-router = APIRouter(prefix="/v1", tags=["responses"])
+router = APIRouter(prefix="/v1", tags=["responses"], responses=error_responses(400, 401))
 
 Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
@@ -73,7 +75,14 @@ async def _listed(events: list[dict[str, Any]]) -> AsyncGenerator[dict[str, Any]
         yield event
 
 
-@router.post("/responses", response_model=None)
+@router.post(
+    "/responses",
+    response_model=None,
+    responses={
+        **stream_or_json("The Response, or its events with `stream: true`"),
+        **error_responses(404, 409, 413, 502, 503),
+    },
+)
 async def create_response(
     body: ResponseCreate, request: Request, ctx: Ctx, user: User, runs: Runs
 ) -> JSONResponse | StreamingResponse:
@@ -105,9 +114,13 @@ async def create_response(
     return JSONResponse(run.result())
 
 
-@router.get("/responses/{response_id}", response_model=None)
+@router.get(
+    "/responses/{response_id}",
+    response_model=None,
+    responses={**stream_or_json("The Response, or its events with `stream=true`"), **error_responses(404)},
+)
 async def retrieve_response(
-    response_id: str,
+    response_id: PathId,
     ctx: Ctx,
     user: User,
     runs: Runs,
@@ -124,8 +137,8 @@ async def retrieve_response(
     return _sse(_listed([e for e in replay_events(record.body()) if e["sequence_number"] > after]), ctx)
 
 
-@router.delete("/responses/{response_id}")
-async def delete_response(response_id: str, ctx: Ctx, user: User) -> dict[str, Any]:
+@router.delete("/responses/{response_id}", responses=error_responses(404))
+async def delete_response(response_id: PathId, ctx: Ctx, user: User) -> dict[str, Any]:
     record = await _owned(ctx, response_id, user)
     if record.status in ACTIVE:
         await _stop(ctx, record)
@@ -140,8 +153,8 @@ async def _stop(ctx: AppContext, record: ResponseRecord) -> None:
         await ctx.deps.store.request_cancel(record.chat_id, record.run_id)
 
 
-@router.post("/responses/{response_id}/cancel")
-async def cancel_response(response_id: str, ctx: Ctx, user: User, runs: Runs) -> dict[str, Any]:
+@router.post("/responses/{response_id}/cancel", responses=error_responses(404))
+async def cancel_response(response_id: PathId, ctx: Ctx, user: User, runs: Runs) -> dict[str, Any]:
     """Cancel a background response; it keeps what it produced so far and ends `cancelled`."""
     responses = response_store(ctx)
     record = await _owned(ctx, response_id, user)
@@ -156,9 +169,9 @@ async def cancel_response(response_id: str, ctx: Ctx, user: User, runs: Runs) ->
     return record.body()
 
 
-@router.get("/responses/{response_id}/input_items")
+@router.get("/responses/{response_id}/input_items", responses=error_responses(404))
 async def input_items(
-    response_id: str,
+    response_id: PathId,
     ctx: Ctx,
     user: User,
     after: str | None = None,
@@ -182,7 +195,7 @@ async def list_models(ctx: Ctx, _: User) -> dict[str, Any]:
     return {"object": "list", "data": _models(ctx)}
 
 
-@router.get("/models/{model_id:path}")
+@router.get("/models/{model_id:path}", responses=error_responses(404))
 async def retrieve_model(model_id: str, ctx: Ctx, _: User) -> dict[str, Any]:
     for model in _models(ctx):
         if model["id"] == model_id:

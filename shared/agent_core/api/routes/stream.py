@@ -11,6 +11,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import Field
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now, request_timezone
+from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.routes.history import load_snapshot
 from agent_core.api.schemas import Body
 from agent_core.context import AppContext
@@ -20,7 +21,7 @@ from agent_core.protocol.sse import encode_sse, with_pings
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import TurnRequest, prepare_turn
 
-router = APIRouter(prefix="/api/ap", tags=["stream"])
+router = APIRouter(prefix="/api/ap", tags=["stream"], responses=error_responses(401, 413, 422))
 
 Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
@@ -58,7 +59,7 @@ def _replayed(ctx: AppContext, result: TurnResult) -> AsyncIterator[bytes]:
     return events()
 
 
-@router.post("/query")
+@router.post("/query", response_class=EventStreamResponse, responses=error_responses(404, 409, 503))
 async def query(
     body: QueryIn,
     request: Request,
@@ -91,7 +92,7 @@ async def query(
     return StreamingResponse(with_pings(stream(), PING_INTERVAL_S), media_type="text/event-stream", headers=SSE_HEADERS)
 
 
-@router.post("/cancel")
+@router.post("/cancel", responses=error_responses(404))
 async def cancel(body: CancelIn, ctx: Ctx, user: User) -> dict[str, Any]:
     """Ask a run to stop (owner only); it ends with run.cancel between deltas or tool steps."""
     store = ctx.deps.store
