@@ -80,7 +80,7 @@ async def test_a_body_without_a_json_content_type_gets_a_readable_message(
 
 
 async def test_a_one_day_range_reads_as_one_day() -> None:
-    async with _client(_context(AGENT_ALLOW_CLOCK_OVERRIDE="true")) as client:
+    async with _client(_context(AGENT_STAGE="dev", AGENT_ALLOW_CLOCK_OVERRIDE="true")) as client:
         now = {"X-Agent-Now": "2026-01-08T03:00:00+00:00"}
         one = await client.post("/api/ap/query", json={"message": "what did we talk about yesterday?"}, headers=now)
         week = await client.post("/api/ap/query", json={"message": "what did we talk about last week?"}, headers=now)
@@ -94,13 +94,16 @@ async def test_a_one_day_range_reads_as_one_day() -> None:
 async def test_the_stateless_route_offers_no_frontend_tool_and_keeps_the_others(tmp_path: Path) -> None:
     """Nothing is stored there, so a submit could never reach the run's wait: frontend tools are not offered."""
     (tmp_path / "helper.yaml").write_text(AGENT, encoding="utf-8")
-    llm = ScriptedLlm(Reply(text="stateless"), Reply(text="stored"))
+    # The chain: intent (tool branch), one native-tools step, enhancement; then the stored route's turn.
+    intent = Reply(text='{"mode": "react", "reason": "tools fit"}')
+    llm = ScriptedLlm(intent, Reply(text="stateless"), Reply(text="enhanced"), Reply(text="stored"))
     async with _client(_context(llm, AGENT_DEFINITIONS_DIR=str(tmp_path))) as client:
         stateless = await client.post(
-            "/api/chat/stream", json={"messages": [{"role": "user", "content": "hello"}], "agentName": "helper"}
+            "/api/chat/stream",
+            json={"messages": [{"role": "user", "content": "hello"}], "agentName": "helper", "strategy": "function"},
         )
         stored = await client.post("/api/ap/query", json={"message": "hello", "agentKey": "helper"})
     assert stateless.status_code == stored.status_code == 200
     offered = [{t["function"]["name"] for t in request.tools} for request in llm.requests]
-    assert offered[0] == {"time", "highlight"}
-    assert offered[1] == {"time", "ask_user", "pick_color", "highlight"}, "the stored route keeps them all"
+    assert offered[1] == {"time", "highlight"}
+    assert offered[3] == {"time", "ask_user", "pick_color", "highlight"}, "the stored route keeps them all"

@@ -79,8 +79,17 @@ def test_error_responses_share_one_schema_and_name_their_statuses() -> None:
     assert set(doc["components"]["schemas"]["ErrorBody"]["properties"]) == {"error", "data"}
     assert "HTTPValidationError" not in doc["components"]["schemas"]
     expected = {
-        ("/api/ap/query", "post"): {"401", "404", "409", "413", "422", "503"},
-        ("/api/v1/conversations/{conversation_id}/chat", "post"): {"401", "404", "409", "413", "422", "502", "503"},
+        ("/api/ap/query", "post"): {"400", "401", "404", "409", "413", "422", "503"},
+        ("/api/v1/conversations/{conversation_id}/chat", "post"): {
+            "400",
+            "401",
+            "404",
+            "409",
+            "413",
+            "422",
+            "502",
+            "503",
+        },
         ("/v1/responses", "post"): {"400", "401", "404", "409", "413", "502", "503"},
         ("/v1/conversations", "post"): {"400", "401", "413"},
         ("/api/ap/submit", "post"): {"401", "413", "422"},

@@ -25,7 +25,9 @@ EVENING_IN_NEW_YORK = datetime(2026, 1, 8, 3, 0, tzinfo=UTC)
 
 
 def _context(table: MemoryTable | None = None) -> AppContext:
-    settings = make_settings(AGENT_ALLOW_CLOCK_OVERRIDE="true", AGENT_DEFAULT_TIMEZONE="Asia/Shanghai")
+    settings = make_settings(
+        AGENT_STAGE="dev", AGENT_ALLOW_CLOCK_OVERRIDE="true", AGENT_DEFAULT_TIMEZONE="Asia/Shanghai"
+    )
     return build_context(settings, table=table or MemoryTable(), llm=ScriptedLlm(), audit=lambda _: None)
 
 

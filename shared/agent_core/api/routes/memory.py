@@ -53,7 +53,7 @@ async def get_profile(ctx: Ctx, user: User) -> Any:
     return _profile_out(ctx, user, await ctx.deps.store.get_profile(user))
 
 
-@router.patch("/profile")
+@router.patch("/profile", responses=error_responses(400, 413, 422))
 async def patch_profile(body: ProfilePatch, ctx: Ctx, user: User) -> Any:
     """Change what the user may set on the profile: today its time zone (validated, 400 `invalid_timezone`)."""
     if body.timezone is None:

@@ -59,7 +59,7 @@ def _replayed(ctx: AppContext, result: TurnResult) -> AsyncIterator[bytes]:
     return events()
 
 
-@router.post("/query", response_class=EventStreamResponse, responses=error_responses(404, 409, 503))
+@router.post("/query", response_class=EventStreamResponse, responses=error_responses(400, 404, 409, 503))
 async def query(
     body: QueryIn,
     request: Request,
