@@ -75,7 +75,7 @@ class AgentCoreStack(cdk.Stack):
 
         consumers = [spec for spec in self.specs if spec.consumes_queue]
         self.queue: WorkQueue | None = None
-        if consumers or any(Need.QUEUE in spec.needs for spec in self.specs):
+        if consumers or any(spec.sends_jobs for spec in self.specs):
             timeout = max((spec.timeout_s for spec in consumers), default=60)
             self.queue = WorkQueue(self, "WorkQueue", consumer_timeout_s=timeout)
 
