@@ -7,7 +7,7 @@ EventBridge Scheduler schedule (`schedule`) or its SQS event source (`consumes_q
 `tests/infra` fails while a `functions/<name>/` directory has no entry here, or an entry has no code.
 
 Permissions come only from `needs`: each `Need` is one kind of access to one resource (read, update,
-write, delete, send), and `infra.components.functions.NEED_ACTIONS` maps it to the exact IAM actions.
+write, delete, send), and `infra.components.functions.need_actions` maps it to the exact IAM actions.
 Give an entry the needs its code paths use, no more; docs/infrastructure.md lists each function's
 needs, actions and the code that uses them, and `tests/infra` asserts each function's action set.
 There are no all-in-one `TABLE`/`BUCKET`/`QUEUE` needs any more: they granted deletes, `DescribeTable`,

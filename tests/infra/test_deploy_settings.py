@@ -97,3 +97,10 @@ def test_the_app_reads_the_placeholder_as_the_plain_string_it_is(dev: Synth) -> 
     value = _llm_secret(dev)["SecretString"]
     boto3.client("secretsmanager", region_name="us-east-1").create_secret(Name="llm-key", SecretString=value)
     assert read_secret("llm-key") == LLM_KEY_PLACEHOLDER
+
+
+def test_the_guide_documents_every_context_key() -> None:
+    docs = DOCS.read_text()
+    settings_table = docs[docs.index("## Settings (context)") : docs.index("## Authentication at the front doors")]
+    missing = [key for key in InfraSettings.context_keys() if f"`{key}`" not in settings_table]
+    assert not missing, f"docs/infrastructure.md 'Settings (context)' lacks {missing}"
