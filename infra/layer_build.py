@@ -32,6 +32,8 @@ BUILD_TOOLS = ("pip", "setuptools", "wheel", "_distutils_hack", "pkg_resources")
 # Lambda's Python 3.12+ runtimes run on Amazon Linux 2023 (glibc 2.34): every manylinux tag up to it.
 MANYLINUX_TAGS = ("manylinux_2_34", "manylinux_2_28", "manylinux2014")
 MACHINE = {"arm64": "aarch64", "x86_64": "x86_64"}
+# Where Lambda mounts a layer's python/ directory: the path compiled bytecode records for its sources.
+LAYER_MOUNT = "/opt/python"
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,21 @@ def _sourceless(site: Path, tag: str) -> None:
             source.unlink()
 
 
+def compile_bytecode(site: Path, python: str | None, python_version: str) -> str | None:
+    """Compile `site` with `python` (the runtime's version) as unchecked-hash .pyc; the bytecode's cache tag.
+
+    Each code object records its source as Lambda sees it (`-d /opt/python`: `/opt/python/pkg/mod.py`),
+    not this machine's build directory, so tracebacks and `__file__`-relative lookups name real paths.
+    """
+    if python is None:
+        return None
+    compile_cmd = [python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash"]
+    compile_cmd += ["-d", LAYER_MOUNT]
+    # Some wheels ship files that are not valid Python 3 (templates, fixtures): those stay uncompiled.
+    subprocess.run([*compile_cmd, str(site)], check=False, stdout=subprocess.DEVNULL)
+    return "cpython-" + python_version.replace(".", "")
+
+
 def directory_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
@@ -181,13 +198,8 @@ def build_layer(out_dir: Path, recipe: LayerRecipe, *, log: bool = True) -> Laye
     shutil.copytree(AGENT_CORE_DIR, site / "agent_core", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
     python = find_python(recipe.python_version)
-    tag = None
-    if python:
-        compile_cmd = [python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash"]
-        # Some wheels ship files that are not valid Python 3 (templates, fixtures): those stay uncompiled.
-        subprocess.run([*compile_cmd, str(site)], check=False, stdout=subprocess.DEVNULL)
-        tag = "cpython-" + recipe.python_version.replace(".", "")
-    elif log:
+    tag = compile_bytecode(site, python, recipe.python_version)
+    if python is None and log:
         print(f"layer: no python{recipe.python_version} here; the layer ships without bytecode", file=sys.stderr)
     if tag is not None:
         _sourceless(site, tag)

@@ -5,6 +5,13 @@ streaming function) and one entry below. The stack turns each entry into the Lam
 group, its IAM grants (from `needs`), its REST API routes and Function URL (from `routes`), its
 EventBridge Scheduler schedule (`schedule`) or its SQS event source (`consumes_queue`), and its alarms.
 `tests/infra` fails while a `functions/<name>/` directory has no entry here, or an entry has no code.
+
+Permissions come only from `needs`: each `Need` is one kind of access to one resource (read, update,
+write, delete, send), and `infra.components.functions.need_actions` maps it to the exact IAM actions.
+Give an entry the needs its code paths use, no more; docs/infrastructure.md lists each function's
+needs, actions and the code that uses them, and `tests/infra` asserts each function's action set.
+There are no all-in-one `TABLE`/`BUCKET`/`QUEUE` needs any more: they granted deletes, `DescribeTable`,
+`DescribeSecret`, `GetQueueUrl` and `GetQueueAttributes` to functions that never call them.
 """
 
 from __future__ import annotations
@@ -20,13 +27,39 @@ STREAM_SCRIPT = "run.sh"
 
 
 class Need(StrEnum):
-    """A resource a function uses: it gets the environment variable and the narrowest IAM grant."""
+    """One kind of access to one resource: the resource's environment variable and exactly its actions.
 
-    TABLE = "table"  # read/write items of the table and its indexes (AGENT_TABLE_NAME)
-    BUCKET = "bucket"  # read/write objects of the data bucket (AGENT_DATA_BUCKET)
-    QUEUE = "queue"  # send jobs to the work queue (AGENT_WORK_QUEUE_URL)
-    LLM_SECRET = "llm_secret"  # read the LLM API key secret (AGENT_LLM_API_KEY_SECRET)
-    DATA_TOKEN_SECRET = "data_token_secret"  # read the data-link signing key (AGENT_DATA_TOKEN_SECRET_NAME)
+    The narrow needs (`TABLE_QUERY`, `TABLE_UPDATE`) are subsets of the wide ones (`TABLE_READ`,
+    `TABLE_WRITE`) for functions whose code does only that. `TABLE_TRANSACT` and `QUEUE_SEND_BATCH` name
+    the batch APIs a function calls: AWS authorises them through the item / message actions of the other
+    needs (which the function must also have), but emulators such as moto check them by their own names.
+    """
+
+    TABLE_QUERY = "table_query"  # Query the table and its indexes (AGENT_TABLE_NAME)
+    TABLE_READ = "table_read"  # GetItem, BatchGetItem, Query
+    TABLE_UPDATE = "table_update"  # UpdateItem: change items that exist (conditional updates)
+    TABLE_WRITE = "table_write"  # PutItem, UpdateItem: create and change items
+    TABLE_DELETE = "table_delete"  # DeleteItem, BatchWriteItem (batches of deletes)
+    TABLE_TRANSACT = "table_transact"  # writes through TransactWriteItems (with TABLE_UPDATE or TABLE_WRITE)
+    BUCKET_READ = "bucket_read"  # GetObject (GET, HEAD, presigned GET), ListBucket (AGENT_DATA_BUCKET)
+    BUCKET_WRITE = "bucket_write"  # PutObject
+    BUCKET_DELETE = "bucket_delete"  # DeleteObject(s) under a prefix, listed with ListBucket
+    QUEUE_SEND = "queue_send"  # SendMessage to the work queue (AGENT_WORK_QUEUE_URL)
+    QUEUE_SEND_BATCH = "queue_send_batch"  # sends batches through SendMessageBatch (with QUEUE_SEND)
+    LLM_SECRET = "llm_secret"  # GetSecretValue on the LLM API key secret (AGENT_LLM_API_KEY_SECRET)
+    DATA_TOKEN_SECRET = "data_token_secret"  # GetSecretValue on the data-link key (AGENT_DATA_TOKEN_SECRET_NAME)
+
+
+TABLE_NEEDS = frozenset(
+    {Need.TABLE_QUERY, Need.TABLE_READ, Need.TABLE_UPDATE, Need.TABLE_WRITE, Need.TABLE_DELETE, Need.TABLE_TRANSACT}
+)
+BUCKET_NEEDS = frozenset({Need.BUCKET_READ, Need.BUCKET_WRITE, Need.BUCKET_DELETE})
+QUEUE_NEEDS = frozenset({Need.QUEUE_SEND, Need.QUEUE_SEND_BATCH})
+# A need that only makes sense together with one of these (the actions AWS authorises it by).
+_REQUIRES = {
+    Need.TABLE_TRANSACT: frozenset({Need.TABLE_UPDATE, Need.TABLE_WRITE}),
+    Need.QUEUE_SEND_BATCH: frozenset({Need.QUEUE_SEND}),
+}
 
 
 @dataclass(frozen=True)
@@ -69,6 +102,22 @@ class FunctionSpec:
             raise ValueError(f"streaming function {self.name!r} needs routes")
         if self.timeout_s > 29 and self.routes and not self.streaming:
             raise ValueError(f"{self.name!r}: buffered API Gateway integrations stop at 29 s")
+        for need, partners in _REQUIRES.items():
+            if need in self.needs and not self.needs & partners:
+                wanted = " or ".join(sorted(p.name for p in partners))
+                raise ValueError(f"{self.name!r}: {need.name} is authorised through {wanted}; add it")
+
+    @property
+    def uses_table(self) -> bool:
+        return bool(self.needs & TABLE_NEEDS)
+
+    @property
+    def uses_bucket(self) -> bool:
+        return bool(self.needs & BUCKET_NEEDS)
+
+    @property
+    def sends_jobs(self) -> bool:
+        return bool(self.needs & QUEUE_NEEDS)
 
     @property
     def handler(self) -> str:
@@ -90,12 +139,30 @@ class FunctionSpec:
         return "".join(part.capitalize() for part in self.name.split("_"))
 
 
+# What a conversation function does: turns (transactions, leases, messages, waits, snapshots spilled to
+# S3, files from save_file), listings, deleting conversations and profiles (items and their S3 prefix),
+# jobs for the worker, the LLM key, and data links signed for saved files.
+_CONVERSATIONS = frozenset(
+    {
+        Need.TABLE_READ,
+        Need.TABLE_WRITE,
+        Need.TABLE_DELETE,
+        Need.TABLE_TRANSACT,
+        Need.BUCKET_READ,
+        Need.BUCKET_WRITE,
+        Need.BUCKET_DELETE,
+        Need.QUEUE_SEND,
+        Need.LLM_SECRET,
+        Need.DATA_TOKEN_SECRET,
+    }
+)
+
 CHAT = FunctionSpec(
     name="chat",
     description="Conversation routes (buffered): /api/v1/conversations..., /api/ap/chat(s), agents, profile",
     memory_mb=1024,
     timeout_s=29,
-    needs=frozenset({Need.TABLE, Need.BUCKET, Need.QUEUE, Need.LLM_SECRET, Need.DATA_TOKEN_SECRET}),
+    needs=_CONVERSATIONS,
     routes=(
         Route("/api/v1/conversations", ("GET", "POST")),
         Route("/api/v1/conversations/{proxy+}", ("GET", "POST", "DELETE")),
@@ -112,7 +179,7 @@ STREAM = FunctionSpec(
     description="Streaming routes (SSE): /api/ap/query, /api/ap/cancel, /api/chat/stream, the OpenAI-compatible /v1",
     memory_mb=1024,
     timeout_s=900,  # a streamed turn may run long: REST API STREAM allows 15 minutes per response
-    needs=frozenset({Need.TABLE, Need.BUCKET, Need.QUEUE, Need.LLM_SECRET, Need.DATA_TOKEN_SECRET}),
+    needs=_CONVERSATIONS,  # the same stores as chat, plus /v1/responses (items, spilled bodies, deletes)
     streaming=True,
     routes=(
         Route("/api/ap/query", ("POST",)),
@@ -131,7 +198,7 @@ SUBMIT = FunctionSpec(
     description="A frontend tool's answer: POST /api/ap/submit (imports no LLM code)",
     memory_mb=512,
     timeout_s=10,
-    needs=frozenset({Need.TABLE}),
+    needs=frozenset({Need.TABLE_UPDATE}),  # one conditional UpdateItem on the waiting call (submit_wait)
     routes=(Route("/api/ap/submit", ("POST",)),),
 )
 
@@ -140,7 +207,8 @@ DATA = FunctionSpec(
     description="Data files behind signed links: GET /api/ap/data (imports no LLM code)",
     memory_mb=512,
     timeout_s=15,
-    needs=frozenset({Need.TABLE, Need.BUCKET, Need.DATA_TOKEN_SECRET}),
+    # Only reads: the chat's owner (GetItem), the object (HEAD, GET, presigned GET), the link key.
+    needs=frozenset({Need.TABLE_READ, Need.BUCKET_READ, Need.DATA_TOKEN_SECRET}),
     routes=(Route("/api/ap/data", ("GET",)),),
 )
 
@@ -149,8 +217,21 @@ WORKER = FunctionSpec(
     description="The work queue's consumer: background jobs (compaction, summaries, profile, responses)",
     memory_mb=1024,
     timeout_s=300,  # the queue's visibility timeout is six times this (infra.components.queue)
-    # QUEUE: re-sends deferred jobs; DATA_TOKEN_SECRET: background responses may sign data links
-    needs=frozenset({Need.TABLE, Need.BUCKET, Need.QUEUE, Need.LLM_SECRET, Need.DATA_TOKEN_SECRET}),
+    # Jobs read and write items (summaries, profiles, background responses run whole turns: transactions,
+    # spilled bodies and snapshots, save_file) but delete nothing; QUEUE_SEND re-sends deferred jobs and
+    # queues follow-ups; DATA_TOKEN_SECRET: background responses may sign data links.
+    needs=frozenset(
+        {
+            Need.TABLE_READ,
+            Need.TABLE_WRITE,
+            Need.TABLE_TRANSACT,
+            Need.BUCKET_READ,
+            Need.BUCKET_WRITE,
+            Need.QUEUE_SEND,
+            Need.LLM_SECRET,
+            Need.DATA_TOKEN_SECRET,
+        }
+    ),
     consumes_queue=True,
 )
 
@@ -159,7 +240,9 @@ IDLE_SESSIONS = FunctionSpec(
     description="Every 5 minutes: close idle sessions (enqueue their summaries) and fail runs whose lease expired",
     memory_mb=512,
     timeout_s=120,
-    needs=frozenset({Need.TABLE, Need.QUEUE}),
+    # Pages through the idle index (Query), moves or closes sessions (UpdateItem), fails dead runs (a
+    # transaction of two updates), and enqueues the session summaries in batches.
+    needs=frozenset({Need.TABLE_QUERY, Need.TABLE_UPDATE, Need.TABLE_TRANSACT, Need.QUEUE_SEND, Need.QUEUE_SEND_BATCH}),
     schedule=Schedule(minute="0/5", hour="*", time_zone="Etc/UTC"),  # cron(0/5 * * * ? *)
 )
 
@@ -168,7 +251,8 @@ DAILY_SUMMARY = FunctionSpec(
     description="Hourly at :30: enqueue a daily-summary job per user whose local day just closed",
     memory_mb=512,
     timeout_s=120,
-    needs=frozenset({Need.TABLE, Need.QUEUE}),
+    # Pages through the day-close index (Query) and enqueues the summary jobs in batches; writes nothing.
+    needs=frozenset({Need.TABLE_QUERY, Need.QUEUE_SEND, Need.QUEUE_SEND_BATCH}),
     schedule=Schedule(minute="30", hour="*", time_zone="Etc/UTC"),  # cron(30 * * * ? *)
 )
 

@@ -37,6 +37,11 @@ LOG_RETENTION_DAYS = (
     3653,
 )
 DEV_STAGE = "dev"
+# The Lambda Web Adapter's public layer (account 753240598075, LambdaAdapterLayerArm64 / LambdaAdapterLayerX86,
+# the same version number for both): version 26 is the adapter's 1.0 release, the one its README lists.
+# Versions up to 25 are the 0.x releases (25 = 0.9.1) and are refused.
+LWA_LAYER_VERSION = 26
+LWA_1_0_LAYER_VERSION = 26
 
 
 class SettingsError(ValueError):
@@ -59,7 +64,7 @@ class InfraSettings(BaseModel):
     jwt_issuer: str = Field("", alias="jwtIssuer")
     jwt_audience: str = Field("", alias="jwtAudience")
     jwt_jwks_url: str = Field("", alias="jwtJwksUrl")
-    lwa_layer_version: int = Field(28, alias="lwaLayerVersion", ge=1)
+    lwa_layer_version: int = Field(LWA_LAYER_VERSION, alias="lwaLayerVersion")
     cors_origins: tuple[str, ...] = Field((), alias="corsOrigins")
     worker_max_concurrency: int = Field(5, ge=2, le=1000, alias="workerMaxConcurrency")
     throttling_rate_limit: float = Field(20.0, alias="throttlingRateLimit", gt=0)
@@ -80,6 +85,16 @@ class InfraSettings(BaseModel):
     def _split_origins(cls, value: object) -> object:
         if isinstance(value, str):
             return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("lwa_layer_version")
+    @classmethod
+    def _web_adapter_1_0(cls, value: int) -> int:
+        if value < LWA_1_0_LAYER_VERSION:
+            raise ValueError(
+                f"lwaLayerVersion {value} is a Lambda Web Adapter release before 1.0 (layer version "
+                f"{LWA_1_0_LAYER_VERSION}); use {LWA_LAYER_VERSION} or a later version the adapter publishes"
+            )
         return value
 
     @field_validator("log_retention_days")

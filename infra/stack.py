@@ -20,6 +20,11 @@ from infra.nag import acknowledge
 from infra.registry import FUNCTIONS, FunctionSpec, Need
 from infra.settings import InfraSettings
 
+# What the LLM key secret holds until the operator puts the key: a fixed, plain (non-JSON) string that says
+# what it is. It is no secret (it is in the template); the app reads a value starting with "{" as a JSON
+# object, so a generated random placeholder could have been misread as one.
+LLM_KEY_PLACEHOLDER = "placeholder-put-the-llm-api-key-here"
+
 
 class AgentCoreStack(cdk.Stack):
     def __init__(
@@ -46,6 +51,7 @@ class AgentCoreStack(cdk.Stack):
             self,
             "LlmApiKey",
             description="The LLM provider's API key (plain string); set with aws secretsmanager put-secret-value",
+            secret_string_value=cdk.SecretValue.unsafe_plain_text(LLM_KEY_PLACEHOLDER),
             removal_policy=removal_policy(settings),
         )
         acknowledge(
@@ -75,7 +81,7 @@ class AgentCoreStack(cdk.Stack):
 
         consumers = [spec for spec in self.specs if spec.consumes_queue]
         self.queue: WorkQueue | None = None
-        if consumers or any(Need.QUEUE in spec.needs for spec in self.specs):
+        if consumers or any(spec.sends_jobs for spec in self.specs):
             timeout = max((spec.timeout_s for spec in consumers), default=60)
             self.queue = WorkQueue(self, "WorkQueue", consumer_timeout_s=timeout)
 

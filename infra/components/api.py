@@ -24,6 +24,15 @@ CORS_HEADERS = [
     "X-Amz-Date",
     "X-Amz-Security-Token",
 ]
+# Every media type is binary to the REST API: a buffered Lambda proxy response with isBase64Encoded (a PNG
+# from the data function, any non-text file) is decoded for the client only when the request's *first*
+# Accept type matches a binary media type, and browsers put image/avif, image/webp or text/html first.
+# Text answers (isBase64Encoded false) pass through unchanged; request bodies reach the functions
+# base64-encoded (Mangum and the Web Adapter decode them). See docs/infrastructure.md "Binary responses".
+BINARY_MEDIA_TYPES = ["*/*"]
+# API Gateway names the log group of a stage's execution logs itself; it creates it, without retention,
+# on the first log line unless it exists already.
+EXECUTION_LOG_GROUP = "API-Gateway-Execution-Logs_{api_id}/{stage}"
 
 
 class RestFrontDoor(Construct):
@@ -47,6 +56,7 @@ class RestFrontDoor(Construct):
             rest_api_name=f"agent-core-{s.stage}",
             description="agent-core: chat, streaming and data routes",
             endpoint_types=[apigw.EndpointType.REGIONAL],
+            binary_media_types=BINARY_MEDIA_TYPES,
             cloud_watch_role=True,
             deploy_options=apigw.StageOptions(
                 stage_name=s.stage,
@@ -80,6 +90,16 @@ class RestFrontDoor(Construct):
         )
         # The stack has its own RestApiUrl output; drop the one RestApi adds by itself.
         self.api.node.try_remove_child("Endpoint")
+        # Execution logs (loggingLevel ERROR) go to a group API Gateway names after the API and stage: create
+        # it first, with the stack's retention, so API Gateway writes into it instead of creating its own.
+        self.execution_logs = logs.LogGroup(
+            self,
+            "ExecutionLogs",
+            log_group_name=EXECUTION_LOG_GROUP.format(api_id=self.api.rest_api_id, stage=s.stage),
+            retention=retention(s),
+            removal_policy=removal,
+        )
+        self.api.deployment_stage.node.add_dependency(self.execution_logs)
         self.methods: list[apigw.Method] = []
         for spec in specs:
             if spec.routes:
@@ -91,7 +111,17 @@ class RestFrontDoor(Construct):
             throttle=apigw.ThrottleSettings(rate_limit=s.throttling_rate_limit, burst_limit=s.throttling_burst_limit),
             api_stages=[apigw.UsagePlanPerApiStage(api=self.api, stage=self.api.deployment_stage)],
         )
+        self._text_preflight()
         self._acknowledge()
+
+    def _text_preflight(self) -> None:
+        """CORS preflight (mock integrations) as text: with binary media type */* API Gateway treats the
+        OPTIONS request as binary and cannot apply the mock's request template (500) otherwise."""
+        for method in self.api.methods:
+            if method.http_method == "OPTIONS":
+                cfn = method.node.default_child
+                assert isinstance(cfn, apigw.CfnMethod)
+                cfn.add_property_override("Integration.ContentHandling", "CONVERT_TO_TEXT")
 
     def _add_routes(self, spec: FunctionSpec, fn: lambda_.IFunction) -> None:
         integration = apigw.LambdaIntegration(

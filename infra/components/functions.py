@@ -8,7 +8,6 @@ from pathlib import Path
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_scheduler_targets as scheduler_targets
@@ -30,21 +29,50 @@ LWA_ACCOUNT = "753240598075"
 LWA_LAYER_NAME = {"arm64": "LambdaAdapterLayerArm64", "x86_64": "LambdaAdapterLayerX86"}
 # Only the `functions` package ships as function code (agent_core and the dependencies are the layer).
 FUNCTION_CODE_EXCLUDES = ["/*", "!/functions/", "__pycache__/", "*.pyc"]
-# DynamoDB actions the functions use: item reads and writes, queries, transactions (authorised per item).
-# No Scan: no request or job path scans the table.
-TABLE_ACTIONS = [
-    "dynamodb:GetItem",
-    "dynamodb:BatchGetItem",
-    "dynamodb:Query",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:BatchWriteItem",
-    "dynamodb:ConditionCheckItem",
-    "dynamodb:DescribeTable",
-]
-OBJECT_ACTIONS = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"]
-BUCKET_ACTIONS = ["s3:ListBucket"]  # a missing object answers 404 (not 403); delete_prefix lists keys
+# The IAM actions of each need (infra.registry.Need), per resource: the only place actions are named.
+# No function scans, describes the table, describes a secret, or looks up the queue's URL or attributes.
+TABLE_ACTIONS: dict[Need, tuple[str, ...]] = {
+    Need.TABLE_QUERY: ("dynamodb:Query",),
+    Need.TABLE_READ: ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"),
+    Need.TABLE_UPDATE: ("dynamodb:UpdateItem",),
+    Need.TABLE_WRITE: ("dynamodb:PutItem", "dynamodb:UpdateItem"),
+    Need.TABLE_DELETE: ("dynamodb:DeleteItem", "dynamodb:BatchWriteItem"),  # BatchWriteItem only deletes here
+    # AWS authorises TransactWriteItems per item (PutItem / UpdateItem / DeleteItem of the other needs) and
+    # knows no `dynamodb:TransactWriteItems` action, so this grants nothing in AWS; moto's IAM enforcement
+    # checks the API's own name, and the deployed-emulation tests need it.
+    Need.TABLE_TRANSACT: ("dynamodb:TransactWriteItems",),
+}
+# Object actions on `<bucket>/*`, bucket actions on the bucket. GetObject also authorises HEAD and the
+# presigned GETs the data function hands out; ListBucket makes a missing key answer 404, not 403.
+OBJECT_ACTIONS: dict[Need, tuple[str, ...]] = {
+    Need.BUCKET_READ: ("s3:GetObject",),
+    Need.BUCKET_WRITE: ("s3:PutObject",),
+    Need.BUCKET_DELETE: ("s3:DeleteObject",),  # DeleteObjects is authorised per object by DeleteObject
+}
+BUCKET_ACTIONS: dict[Need, tuple[str, ...]] = {
+    Need.BUCKET_READ: ("s3:ListBucket",),
+    # Deleting a prefix lists it first. DeleteObject on the bucket ARN grants nothing in AWS (the action
+    # applies to objects) but is what moto checks a DeleteObjects request against.
+    Need.BUCKET_DELETE: ("s3:ListBucket", "s3:DeleteObject"),
+}
+QUEUE_ACTIONS: dict[Need, tuple[str, ...]] = {
+    Need.QUEUE_SEND: ("sqs:SendMessage",),
+    # AWS authorises SendMessageBatch as sqs:SendMessage and knows no `sqs:SendMessageBatch` action;
+    # moto checks the API's own name (the deployed-emulation tests need it).
+    Need.QUEUE_SEND_BATCH: ("sqs:SendMessageBatch",),
+}
+SECRET_ACTIONS = ("secretsmanager:GetSecretValue",)  # Powertools get_secret: GetSecretValue only
+# What Lambda's SQS poller does with the consumer's execution role (AWSLambdaSQSQueueExecutionRole's
+# queue actions); the worker's own code never calls the queue's attributes or URL.
+CONSUME_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
+
+
+def need_actions(needs: frozenset[Need]) -> dict[str, list[str]]:
+    """The IAM actions of `needs`, by resource kind (table, object, bucket, queue, secret): sorted, unique."""
+    kinds = {"table": TABLE_ACTIONS, "object": OBJECT_ACTIONS, "bucket": BUCKET_ACTIONS, "queue": QUEUE_ACTIONS}
+    out = {kind: sorted({a for need in needs for a in mapping.get(need, ())}) for kind, mapping in kinds.items()}
+    out["secret"] = list(SECRET_ACTIONS) if needs & {Need.LLM_SECRET, Need.DATA_TOKEN_SECRET} else []
+    return {kind: actions for kind, actions in out.items() if actions}
 
 
 def function_code() -> lambda_.Code:
@@ -94,11 +122,11 @@ class AgentFunctions(Construct):
             env |= {"AGENT_JWT_ISSUER": s.jwt_issuer, "AGENT_JWT_JWKS_URL": s.jwt_jwks_url}
             if s.jwt_audience:
                 env["AGENT_JWT_AUDIENCE"] = s.jwt_audience
-        if Need.TABLE in spec.needs:
+        if spec.uses_table:
             env["AGENT_TABLE_NAME"] = self.storage.table.table_name
-        if Need.BUCKET in spec.needs:
+        if spec.uses_bucket:
             env["AGENT_DATA_BUCKET"] = self.storage.bucket.bucket_name
-        if Need.QUEUE in spec.needs and self.queue is not None:
+        if spec.sends_jobs and self.queue is not None:
             env["AGENT_WORK_QUEUE_URL"] = self.queue.queue.queue_url
         if Need.LLM_SECRET in spec.needs:
             env["AGENT_LLM_API_KEY_SECRET"] = self.llm_secret.secret_name
@@ -128,10 +156,12 @@ class AgentFunctions(Construct):
         return role
 
     def _grant(self, spec: FunctionSpec, fn: lambda_.Function, role: iam.Role) -> None:
+        """Explicit statements with exactly the actions of the entry's needs (no CDK grant helpers)."""
         table, bucket = self.storage.table, self.storage.bucket
-        if Need.TABLE in spec.needs:
+        actions = need_actions(spec.needs)
+        if "table" in actions:
             role.add_to_policy(
-                iam.PolicyStatement(actions=TABLE_ACTIONS, resources=[table.table_arn, f"{table.table_arn}/index/*"])
+                iam.PolicyStatement(actions=actions["table"], resources=[table.table_arn, f"{table.table_arn}/index/*"])
             )
             acknowledge(
                 role,
@@ -139,30 +169,39 @@ class AgentFunctions(Construct):
                 "Queries on the table's global secondary indexes (all defined in agent_core.store.schema); "
                 "the wildcard covers only this table's indexes.",
             )
-        if Need.BUCKET in spec.needs:
-            role.add_to_policy(iam.PolicyStatement(actions=OBJECT_ACTIONS, resources=[bucket.arn_for_objects("*")]))
-            role.add_to_policy(iam.PolicyStatement(actions=BUCKET_ACTIONS, resources=[bucket.bucket_arn]))
+        if "object" in actions:
+            role.add_to_policy(iam.PolicyStatement(actions=actions["object"], resources=[bucket.arn_for_objects("*")]))
             acknowledge(
                 role,
                 f"AwsSolutions-IAM5[Resource::<{_logical_ref(bucket)}.Arn>/*]",
                 "Object keys are per chat and per user (data files, large snapshots, tmp/): the function reads "
                 "and writes objects of this one bucket, and nothing else.",
             )
-        if Need.LLM_SECRET in spec.needs:
-            self.llm_secret.grant_read(role)
-        if Need.DATA_TOKEN_SECRET in spec.needs and self.data_token_secret is not None:
-            self.data_token_secret.grant_read(role)
-        if Need.QUEUE in spec.needs and self.queue is not None:
-            self.queue.queue.grant_send_messages(role)
+        if "bucket" in actions:
+            role.add_to_policy(iam.PolicyStatement(actions=actions["bucket"], resources=[bucket.bucket_arn]))
+        secrets = [
+            secret
+            for need, secret in ((Need.LLM_SECRET, self.llm_secret), (Need.DATA_TOKEN_SECRET, self.data_token_secret))
+            if need in spec.needs and secret is not None
+        ]
+        for secret in secrets:  # not grant_read: it adds DescribeSecret, which Powertools never calls
+            role.add_to_policy(iam.PolicyStatement(actions=list(SECRET_ACTIONS), resources=[secret.secret_arn]))
+        if self.queue is not None and "queue" in actions:
+            # not grant_send_messages: it adds GetQueueAttributes and GetQueueUrl, which no function calls
+            role.add_to_policy(iam.PolicyStatement(actions=actions["queue"], resources=[self.queue.queue.queue_arn]))
         if spec.consumes_queue and self.queue is not None:
-            fn.add_event_source(
+            role.add_to_policy(
+                iam.PolicyStatement(actions=list(CONSUME_ACTIONS), resources=[self.queue.queue.queue_arn])
+            )
+            # An event source mapping of our own: SqsEventSource would add grant_consume_messages (with
+            # ChangeMessageVisibility and GetQueueUrl, which the poller does not need).
+            fn.add_event_source_mapping(
+                "WorkQueueSource",
+                event_source_arn=self.queue.queue.queue_arn,
+                batch_size=10,
+                report_batch_item_failures=True,
                 # Bounded concurrency: the worker never floods the LLM provider or the table.
-                event_sources.SqsEventSource(
-                    self.queue.queue,
-                    batch_size=10,
-                    report_batch_item_failures=True,
-                    max_concurrency=self.settings.worker_max_concurrency,
-                )
+                max_concurrency=self.settings.worker_max_concurrency,
             )
         acknowledge(
             role,

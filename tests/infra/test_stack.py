@@ -40,13 +40,16 @@ _PLANNED = (
         name="daily_summary",
         description="hourly",
         timeout_s=120,
-        needs=frozenset({Need.TABLE, Need.QUEUE}),
+        needs=frozenset({Need.TABLE_QUERY, Need.QUEUE_SEND, Need.QUEUE_SEND_BATCH}),
         schedule=Schedule(minute="30", hour="*", time_zone="Etc/UTC"),
     ),
 )
 FUTURE = tuple(spec for spec in _PLANNED if spec.name not in {s.name for s in FUNCTIONS})
 # cfn-lint warnings the templates are known to raise; each is justified in docs/infrastructure.md.
 KNOWN_WARNINGS = {"W3005"}
+# W3037 (unknown IAM action) is expected for exactly these: the API names moto's IAM enforcement checks
+# where AWS authorises the call through other actions (infra.components.functions TABLE/QUEUE_ACTIONS).
+EMULATOR_ACTIONS = {"transactwriteitems", "sendmessagebatch"}
 
 
 @dataclass
@@ -605,7 +608,12 @@ def test_cfn_lint_finds_no_errors(dev: Synth, grown: Synth, tmp_path: Path) -> N
     command = [str(cfn_lint)] if cfn_lint.exists() else [sys.executable, "-m", "cfnlint"]
     result = subprocess.run([*command, "--format", "parseable", *paths], capture_output=True, text=True, timeout=300)
     assert result.returncode & 2 == 0, f"cfn-lint errors:\n{result.stdout}{result.stderr}"
-    rules = {line.split(":")[5] for line in result.stdout.splitlines() if line.count(":") >= 6}
+    rules = {
+        line.split(":")[5]
+        for line in result.stdout.splitlines()
+        if line.count(":") >= 6
+        and not (line.split(":")[5] == "W3037" and line.split(":")[6].split("'")[1] in EMULATOR_ACTIONS)
+    }
     unexplained = {rule for rule in rules if rule.startswith("W")} - KNOWN_WARNINGS
     assert not unexplained, f"new cfn-lint warnings (fix or justify in docs/infrastructure.md):\n{result.stdout}"
 

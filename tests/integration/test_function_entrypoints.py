@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -37,7 +38,16 @@ def lambda_env(aws_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
 
 
 def _fresh(module: Any) -> Any:
+    """The module's handler with a new app context, and an event loop for Mangum on this thread.
+
+    Mangum sets one up when the module is imported (a Lambda process's init); a test that runs after an
+    asyncio test (whose runner leaves the thread without a loop) would otherwise find none.
+    """
     module._asgi.app.state.context = None
+    try:
+        asyncio.get_event_loop()
+    except RuntimeError:
+        asyncio.set_event_loop(asyncio.new_event_loop())
     return module.handler
 
 
