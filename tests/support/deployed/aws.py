@@ -1,0 +1,424 @@
+"""The local AWS account: a standalone moto server (IAM enforced) behind a recording proxy.
+
+- `MotoServer`: `moto_server` in its own process on loopback, started with `INITIAL_NO_AUTH_ACTION_COUNT=3`:
+  the first three calls create an administrator; every later call must be signed by a principal whose
+  policies allow it.
+- `RecordingProxy`: the functions' `AWS_ENDPOINT_URL`. It forwards every request to moto unchanged and records
+  who made it (the access key in the SigV4 credential) and which IAM action it needs.
+- `LocalAccount`: the template's table, bucket, queues and secrets created in moto from their own properties,
+  one IAM role per function holding exactly the template's `AWS::IAM::Policy` statements attached to it,
+  and the `Resolver` that maps the template's references to these resources.
+
+moto authorises DynamoDB and Secrets Manager calls by action only (it checks them against resource `*`):
+their statements are installed with `Resource: *`, so the action is enforced there; SQS and S3 statements keep
+their resolved ARNs and moto enforces both.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import secrets
+import socket
+import string
+import subprocess
+import threading
+import time
+import urllib.request
+from collections import defaultdict
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import boto3
+
+from tests.support.deployed.build import Synthesis
+from tests.support.deployed.template import ACCOUNT, REGION, Resolver
+
+# moto checks these services' actions against resource "*" only (no resource ARN is computed for them).
+ACTION_ONLY_SERVICES = ("dynamodb:", "secretsmanager:", "logs:", "xray:")
+ADMIN_POLICY = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class MotoServer:
+    """`moto_server` in its own process; the first `no_auth_calls` AWS calls skip authentication."""
+
+    def __init__(self, executable: Path, log_path: Path, no_auth_calls: int = 3) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT=str(no_auth_calls))
+        self._log = log_path.open("wb")
+        self.process = subprocess.Popen(
+            [str(executable), "-H", "127.0.0.1", "-p", str(self.port)], env=env, stdout=self._log, stderr=self._log
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{self.url}/moto-api/", timeout=2).close()
+                break
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"moto_server did not start; see {log_path}") from None
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self._log.close()
+
+
+@dataclass(frozen=True)
+class Call:
+    """One recorded AWS call: who (access key id), the IAM action it needs, moto's status."""
+
+    access_key: str
+    operation: str  # the API operation called, e.g. dynamodb:TransactWriteItems
+    actions: tuple[str, ...]  # the IAM actions AWS authorises it with, e.g. dynamodb:PutItem, dynamodb:UpdateItem
+    status: int
+
+
+_CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/\d+/[^/]+/([^/]+)/")
+
+
+def _s3_action(method: str, path: str, query: dict[str, list[str]], headers: Any) -> str:
+    """The IAM action an S3 REST request (path style) needs."""
+    bucket_and_key = path.lstrip("/").split("/", 1)
+    has_key = len(bucket_and_key) == 2 and bucket_and_key[1] != ""
+    if not has_key:
+        if method == "POST" and "delete" in query:
+            return "s3:DeleteObject"  # DeleteObjects is authorised per object as s3:DeleteObject
+        return "s3:ListBucket" if method in ("GET", "HEAD") else f"s3:{method}Bucket"
+    return {"GET": "s3:GetObject", "HEAD": "s3:GetObject", "PUT": "s3:PutObject", "DELETE": "s3:DeleteObject"}.get(
+        method, f"s3:{method}Object"
+    )
+
+
+# Operations AWS authorises through other actions: batches as their single-message action, transactions per item.
+BATCH_ACTIONS = {
+    "sqs:SendMessageBatch": "sqs:SendMessage",
+    "sqs:DeleteMessageBatch": "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibilityBatch": "sqs:ChangeMessageVisibility",
+}
+TRANSACT_ITEM_ACTIONS = {
+    "Put": "dynamodb:PutItem",
+    "Update": "dynamodb:UpdateItem",
+    "Delete": "dynamodb:DeleteItem",
+    "ConditionCheck": "dynamodb:ConditionCheckItem",
+    "Get": "dynamodb:GetItem",
+}
+# moto checks transactions and batches as their own action names: installed policies that grant the per-item
+# action also grant the operation (the recorded per-item actions are still checked against the template).
+MOTO_OPERATION_GRANTS = {
+    "dynamodb:TransactWriteItems": ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"),
+    "dynamodb:TransactGetItems": ("dynamodb:GetItem",),
+    **{batch: (single,) for batch, single in BATCH_ACTIONS.items()},
+}
+
+
+def iam_actions(operation: str, body: bytes) -> tuple[str, ...]:
+    """The IAM actions AWS evaluates for one call of `operation`."""
+    if operation in ("dynamodb:TransactWriteItems", "dynamodb:TransactGetItems"):
+        items = json.loads(body or b"{}").get("TransactItems", [])
+        return tuple(sorted({TRANSACT_ITEM_ACTIONS[kind] for item in items for kind in item}))
+    return (BATCH_ACTIONS.get(operation, operation),)
+
+
+def required_action(method: str, target: str, headers: Any, body: bytes) -> tuple[str, str]:
+    """(access key id, API operation as service:Name) of a SigV4-signed request (header or presigned query)."""
+    split = urlsplit(target)
+    query = parse_qs(split.query)
+    auth = headers.get("Authorization", "")
+    match = _CREDENTIAL.search(auth)
+    if match:
+        key, service = match.group(1), match.group(2)
+    elif "X-Amz-Credential" in query:
+        parts = unquote(query["X-Amz-Credential"][0]).split("/")
+        key, service = parts[0], parts[3]
+    else:
+        return "anonymous", f"{method} {split.path}"
+    if service == "s3":
+        return key, _s3_action(method, unquote(split.path), query, headers)
+    amz_target = headers.get("X-Amz-Target")
+    if amz_target:
+        return key, f"{service}:{amz_target.rsplit('.', 1)[-1]}"
+    form = parse_qs(body.decode(errors="replace")) if body else {}
+    action = (form.get("Action") or query.get("Action") or ["?"])[0]
+    return key, f"{service}:{action}"
+
+
+class _ProxyHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _ProxyServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the proxy records calls itself."""
+
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _forward(self) -> None:
+        body = self._body()
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("transfer-encoding", "content-length")}
+        if body or self.command in ("POST", "PUT"):
+            headers["Content-Length"] = str(len(body))
+        upstream = http.client.HTTPConnection("127.0.0.1", self.server.upstream_port, timeout=60)
+        try:
+            upstream.request(self.command, self.path, body=body, headers=headers)
+            response = upstream.getresponse()
+            payload = response.read()
+        finally:
+            upstream.close()
+        key, operation = required_action(self.command, self.path, self.headers, body)
+        self.server.record(Call(key, operation, iam_actions(operation, body), response.status))
+        self.send_response(response.status)
+        for name, value in response.getheaders():
+            if name.lower() not in ("transfer-encoding", "content-length", "connection", "server", "date"):
+                self.send_header(name, value)
+        length = response.getheader("Content-Length") if self.command == "HEAD" else None
+        self.send_header("Content-Length", length or str(len(payload)))  # HEAD: the object's length
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
+
+
+class _ProxyServer(ThreadingHTTPServer):
+    daemon_threads = True
+    upstream_port: int
+    record: Any
+
+
+class RecordingProxy:
+    """A loopback reverse proxy in front of moto that records every signed call."""
+
+    def __init__(self, upstream: MotoServer) -> None:
+        self.calls: list[Call] = []
+        self._lock = threading.Lock()
+        self._server = _ProxyServer(("127.0.0.1", 0), _ProxyHandler)
+        self._server.upstream_port = upstream.port
+        self._server.record = self._record
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+        self._thread.start()
+
+    def _record(self, call: Call) -> None:
+        with self._lock:
+            self.calls.append(call)
+
+    def actions_by_key(self) -> dict[str, set[str]]:
+        with self._lock:
+            found: dict[str, set[str]] = defaultdict(set)
+            for call in self.calls:
+                found[call.access_key].update(call.actions)
+            return dict(found)
+
+    def denied(self) -> list[Call]:
+        with self._lock:
+            return [c for c in self.calls if c.status == 403]
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@dataclass
+class RoleCredentials:
+    access_key: str
+    secret_key: str
+    session_token: str
+
+    def environment(self) -> dict[str, str]:
+        return {
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key,
+            "AWS_SESSION_TOKEN": self.session_token,
+        }
+
+
+def _generated_secret(spec: dict[str, Any]) -> str:
+    """A value as Secrets Manager's GenerateSecretString would make it (length, punctuation)."""
+    alphabet = string.ascii_letters + string.digits
+    if not spec.get("ExcludePunctuation"):
+        alphabet += "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+    return "".join(secrets.choice(alphabet) for _ in range(int(spec.get("PasswordLength", 32))))
+
+
+@dataclass
+class LocalAccount:
+    """The template's resources in moto, its function roles, and the resolver for its references."""
+
+    synthesis: Synthesis
+    moto: MotoServer
+    proxy: RecordingProxy
+    resolver: Resolver = field(init=False)
+    admin: boto3.session.Session = field(init=False)
+    policies: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # role logical id -> statements
+    role_arns: dict[str, str] = field(default_factory=dict)
+    physical: dict[str, str] = field(default_factory=dict)  # logical id -> name
+
+    def __post_init__(self) -> None:
+        stack = self.synthesis.template.get("Description", "AgentCore").split(" ")[0]
+        self.resolver = Resolver(stack_name=stack)
+        bootstrap = boto3.client(
+            "iam", endpoint_url=self.moto.url, region_name=REGION, aws_access_key_id="bootstrap",
+            aws_secret_access_key="bootstrap",
+        )
+        bootstrap.create_user(UserName="emulation-admin")
+        bootstrap.put_user_policy(UserName="emulation-admin", PolicyName="admin", PolicyDocument=json.dumps(ADMIN_POLICY))
+        key = bootstrap.create_access_key(UserName="emulation-admin")["AccessKey"]
+        self.admin = boto3.session.Session(
+            aws_access_key_id=key["AccessKeyId"], aws_secret_access_key=key["SecretAccessKey"], region_name=REGION
+        )
+        self.admin_key = key["AccessKeyId"]
+
+    def client(self, service: str) -> Any:
+        """An administrator's client, straight to moto (not recorded)."""
+        return self.admin.client(service, endpoint_url=self.moto.url)
+
+    def _name(self, logical_id: str, limit: int = 80) -> str:
+        return f"{self.resolver.stack_name}-{logical_id}"[:limit]
+
+    def create(self) -> LocalAccount:
+        resources = self.synthesis.template["Resources"]
+        by_type: dict[str, list[str]] = defaultdict(list)
+        for logical, resource in resources.items():
+            by_type[resource["Type"]].append(logical)
+        for logical in by_type["AWS::Logs::LogGroup"]:
+            name = f"/aws/lambda/{self._name(logical)}"
+            self.resolver.refs[logical] = name
+            self.resolver.attributes[(logical, "Arn")] = f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:{name}:*"
+        for logical in by_type["AWS::DynamoDB::Table"]:
+            self._table(logical, resources[logical]["Properties"])
+        for logical in by_type["AWS::S3::Bucket"]:
+            name = self._name(logical, 63).lower()
+            self.client("s3").create_bucket(Bucket=name)
+            self.physical[logical] = name
+            self.resolver.refs[logical] = name
+            self.resolver.attributes[(logical, "Arn")] = f"arn:aws:s3:::{name}"
+        queues = sorted(by_type["AWS::SQS::Queue"], key=lambda q: "RedrivePolicy" in resources[q]["Properties"])
+        for logical in queues:
+            self._queue(logical, resources[logical]["Properties"])
+        for logical in by_type["AWS::SecretsManager::Secret"]:
+            self._secret(logical, resources[logical]["Properties"])
+        for logical in by_type["AWS::Lambda::Function"]:
+            name = self._name(logical, 64)
+            self.physical[logical] = name
+            self.resolver.refs[logical] = name
+            self.resolver.attributes[(logical, "Arn")] = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
+        for logical in by_type["AWS::IAM::Role"]:
+            self._role(logical)
+        for logical in by_type["AWS::IAM::Policy"]:
+            self._policy(resources[logical]["Properties"])
+        return self
+
+    def _table(self, logical: str, props: dict[str, Any]) -> None:
+        name = self._name(logical)
+        ddb = self.client("dynamodb")
+        args: dict[str, Any] = {
+            "TableName": name,
+            "KeySchema": props["KeySchema"],
+            "AttributeDefinitions": props["AttributeDefinitions"],
+            "BillingMode": props.get("BillingMode", "PROVISIONED"),
+        }
+        if props.get("GlobalSecondaryIndexes"):
+            args["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
+        ddb.create_table(**args)
+        ttl = props.get("TimeToLiveSpecification")
+        if ttl:
+            ddb.update_time_to_live(TableName=name, TimeToLiveSpecification=ttl)
+        self.physical[logical] = name
+        self.resolver.refs[logical] = name
+        self.resolver.attributes[(logical, "Arn")] = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{name}"
+
+    def _queue(self, logical: str, props: dict[str, Any]) -> None:
+        name = self._name(logical)
+        attributes: dict[str, str] = {}
+        for prop in ("VisibilityTimeout", "MessageRetentionPeriod", "DelaySeconds", "ReceiveMessageWaitTimeSeconds"):
+            if prop in props:
+                attributes[prop] = str(props[prop])
+        if "RedrivePolicy" in props:
+            attributes["RedrivePolicy"] = json.dumps(self.resolver.resolve(props["RedrivePolicy"]))
+        url = self.client("sqs").create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+        self.physical[logical] = url
+        self.resolver.refs[logical] = url
+        self.resolver.attributes[(logical, "Arn")] = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"
+        self.resolver.attributes[(logical, "QueueName")] = name
+
+    def _secret(self, logical: str, props: dict[str, Any]) -> None:
+        # CloudFormation names an unnamed secret `<logical id>-<random>`; the ARN adds `-<6 chars>`.
+        name = f"{logical}-{secrets.token_hex(6)}"
+        value = _generated_secret(props.get("GenerateSecretString") or {})
+        arn = self.client("secretsmanager").create_secret(Name=name, SecretString=value)["ARN"]
+        self.physical[logical] = name
+        self.resolver.refs[logical] = arn
+
+    def _role(self, logical: str) -> None:
+        name = self._name(logical, 64)
+        trust = {  # Lambda assumes the role for the function; here the emulation does, as the administrator.
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}],
+        }
+        arn = self.client("iam").create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+        self.role_arns[logical] = arn
+        self.physical[logical] = name
+        self.resolver.refs[logical] = name
+        self.resolver.attributes[(logical, "Arn")] = arn
+
+    def _policy(self, props: dict[str, Any]) -> None:
+        document = self.resolver.resolve(props["PolicyDocument"])
+        for role_ref in props.get("Roles", []):
+            role_logical = role_ref["Ref"]
+            self.policies.setdefault(role_logical, []).extend(document["Statement"])
+            enforced = {"Version": "2012-10-17", "Statement": [_enforceable(s) for s in document["Statement"]]}
+            self.client("iam").put_role_policy(
+                RoleName=self.physical[role_logical], PolicyName=props["PolicyName"], PolicyDocument=json.dumps(enforced)
+            )
+
+    def assume(self, role_logical: str, session: str) -> RoleCredentials:
+        """Credentials of the role, as Lambda hands them to the function (a role session)."""
+        creds = self.client("sts").assume_role(RoleArn=self.role_arns[role_logical], RoleSessionName=session[:64])
+        c = creds["Credentials"]
+        return RoleCredentials(c["AccessKeyId"], c["SecretAccessKey"], c["SessionToken"])
+
+    def allowed_actions(self, role_logical: str) -> set[str]:
+        found: set[str] = set()
+        for statement in self.policies.get(role_logical, []):
+            if statement.get("Effect") == "Allow":
+                actions = statement["Action"]
+                found.update([actions] if isinstance(actions, str) else actions)
+        return found
+
+
+def _enforceable(statement: dict[str, Any]) -> dict[str, Any]:
+    """The statement as moto can enforce it (see the module docstring)."""
+    actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+    extra = [op for op, granted_by in MOTO_OPERATION_GRANTS.items() if set(granted_by) & set(actions)]
+    enforced = {**statement, "Action": actions + extra}
+    if all(a.startswith(ACTION_ONLY_SERVICES) for a in actions):
+        enforced["Resource"] = "*"
+    return enforced

@@ -1,0 +1,114 @@
+"""The whole emulated deployment: build inputs, the local account, the LLM stub, the function processes.
+
+`DeployedStack.start()` builds (or reuses) the runtime and the synthesized assembly, starts moto and the
+recording proxy, creates the template's resources and roles, and puts the LLM key into its secret as an
+operator does after `cdk deploy`. `function(name)` starts a registry function once (a template variant, e.g.
+jwt mode, can be asked for) and keeps it for reuse; `report()` lists each function's init time and actions.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.support.deployed import build
+from tests.support.deployed.aws import LocalAccount, MotoServer, RecordingProxy
+from tests.support.deployed.functions import FunctionDefinition, FunctionProcess, function_definitions
+from tests.support.openai_stub import OpenAiStub
+
+LLM_API_KEY = "sk-emulated-deployment-key"
+DEFAULT_VARIANT = "dev"
+
+
+@dataclass
+class FunctionReport:
+    name: str
+    init_s: float
+    actions: set[str]
+    allowed: set[str]
+
+
+@dataclass
+class DeployedStack:
+    runtime: build.Runtime
+    synthesis: build.Synthesis
+    variants: dict[str, build.Synthesis]
+    moto: MotoServer
+    proxy: RecordingProxy
+    account: LocalAccount
+    llm: OpenAiStub
+    log_dir: Path
+    processes: dict[tuple[str, str], FunctionProcess] = field(default_factory=dict)
+    init_times: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, variants: dict[str, dict[str, Any]] | None = None) -> DeployedStack:
+        """Build and start everything; `variants` maps a name to extra CDK context (e.g. authMode=jwt)."""
+        runtime = build.runtime()
+        llm = OpenAiStub().start()
+        outdir = build.BUILD_DIR / "cdk.out"
+        base = {"architecture": build.ARCHITECTURE, "openaiBaseUrl": llm.base_url}
+        synthesis = build.synthesize(base, outdir)
+        synthesized = {DEFAULT_VARIANT: synthesis}
+        for name, context in (variants or {}).items():
+            synthesized[name] = build.synthesize({**base, **context}, outdir)  # same assets: no rebuild
+        log_dir = build.BUILD_DIR / "logs"
+        shutil.rmtree(log_dir, ignore_errors=True)
+        log_dir.mkdir(parents=True)
+        moto_server = Path(sys.executable).with_name("moto_server")
+        moto = MotoServer(moto_server, log_dir / "moto.log")
+        proxy = RecordingProxy(moto)
+        account = LocalAccount(synthesis, moto, proxy).create()
+        secret = next(
+            logical for logical, r in synthesis.template["Resources"].items()
+            if r["Type"] == "AWS::SecretsManager::Secret" and logical.startswith("LlmApiKey")
+        )
+        account.client("secretsmanager").put_secret_value(SecretId=account.physical[secret], SecretString=LLM_API_KEY)
+        return cls(runtime, synthesis, synthesized, moto, proxy, account, llm, log_dir)
+
+    def definition(self, name: str, variant: str = DEFAULT_VARIANT) -> FunctionDefinition:
+        return function_definitions(self.variants[variant])[name]
+
+    def function(self, name: str, variant: str = DEFAULT_VARIANT) -> FunctionProcess:
+        """The started function (started on first use, then reused: warm invocations)."""
+        key = (name, variant)
+        if key not in self.processes:
+            process = self.launch(name, variant)
+            self.processes[key] = process
+            init = process.wait_ready()
+            self.init_times.setdefault(name, init)
+        return self.processes[key]
+
+    def launch(self, name: str, variant: str = DEFAULT_VARIANT) -> FunctionProcess:
+        """A new process of the function (not cached): cold starts for measuring."""
+        synthesis = self.variants[variant]
+        return FunctionProcess(self.definition(name, variant), synthesis, self.account, self.runtime, self.log_dir)
+
+    def resource(self, logical_prefix: str) -> str:
+        """The local name (URL for a queue) of the template resource whose logical id starts with the prefix."""
+        return next(v for k, v in self.account.physical.items() if k.startswith(logical_prefix))
+
+    def report(self) -> list[FunctionReport]:
+        by_key = self.proxy.actions_by_key()
+        actions: dict[str, set[str]] = {}
+        for (name, _variant), process in self.processes.items():
+            actions.setdefault(name, set()).update(by_key.get(process.credentials.access_key, set()))
+        return [
+            FunctionReport(
+                name,
+                self.init_times.get(name, float("nan")),
+                actions.get(name, set()),
+                self.account.allowed_actions(self.definition(name).role_logical_id),
+            )
+            for name in sorted(actions)
+        ]
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            process.stop()
+        self.proxy.stop()
+        self.moto.stop()
+        self.llm.stop()
