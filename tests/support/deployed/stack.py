@@ -8,6 +8,7 @@ jwt mode, can be asked for) and keeps it for reuse; `report()` lists each functi
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -87,9 +88,17 @@ class DeployedStack:
         synthesis = self.variants[variant]
         return FunctionProcess(self.definition(name, variant), synthesis, self.account, self.runtime, self.log_dir)
 
-    def resource(self, logical_prefix: str) -> str:
-        """The local name (URL for a queue) of the template resource whose logical id starts with the prefix."""
-        return next(v for k, v in self.account.physical.items() if k.startswith(logical_prefix))
+    def logical_id(self, construct_path: str) -> str:
+        """The logical id CDK gave the construct path (e.g. `WorkQueue` -> `WorkQueueAD162499`)."""
+        (found,) = [k for k in self.account.physical if re.fullmatch(f"{construct_path}[0-9A-F]{{8}}", k)]
+        return found
+
+    def resource(self, construct_path: str) -> str:
+        """The local name (the URL for a queue) of a template resource, by its construct path."""
+        return self.account.physical[self.logical_id(construct_path)]
+
+    def arn(self, construct_path: str) -> str:
+        return self.account.resolver.attributes[(self.logical_id(construct_path), "Arn")]
 
     def report(self) -> list[FunctionReport]:
         by_key = self.proxy.actions_by_key()
