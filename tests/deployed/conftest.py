@@ -38,7 +38,13 @@ def jwks() -> Iterator[JwksServer]:
 @pytest.fixture(scope="session")
 def stack(jwks: JwksServer) -> Iterator[DeployedStack]:
     variants: dict[str, dict[str, Any]] = {
-        "jwt": {"authMode": "jwt", "jwtIssuer": JWKS_ISSUER, "jwtAudience": JWKS_AUDIENCE, "jwtJwksUrl": jwks.url},
+        "jwt": {
+            "authMode": "jwt",
+            "jwtIssuer": JWKS_ISSUER,
+            "jwtAudience": JWKS_AUDIENCE,
+            "jwtJwksUrl": jwks.url,
+            "corsOrigins": "https://app.example.com,https://admin.example.com",
+        },
         "iam": {"authMode": "iam"},
     }
     deployed = DeployedStack.start(variants=variants)
