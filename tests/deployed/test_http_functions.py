@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import base64
 import json
-from urllib.parse import parse_qsl, unquote, urlsplit
 from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import pytest
 
@@ -72,7 +72,11 @@ def test_chat_lists_and_replays_through_the_function_url(stack: DeployedStack, s
     assert saved["cid"] in [i["conversationId"] for i in _json(listed)["items"]]
     chats = chat.invoke(http_v2_event("GET", "/api/ap/chats", None, {"x-user-id": "alice"}))
     assert saved["cid"] in [i["chatId"] for i in _json(chats)["items"]]
-    replay = chat.invoke(http_v2_event("GET", "/api/ap/chat", None, {"x-user-id": "alice"}, f"chatId={saved['cid']}&includeRawMessages=true"))
+    replay = chat.invoke(
+        http_v2_event(
+            "GET", "/api/ap/chat", None, {"x-user-id": "alice"}, f"chatId={saved['cid']}&includeRawMessages=true"
+        )
+    )
     assert replay["statusCode"] == 200, replay
     body = _json(replay)
     kinds = [e["type"] for e in body["events"]]
@@ -117,7 +121,9 @@ def _data(stack: DeployedStack, query: dict[str, str], headers: dict[str, str] |
     if rest:
         return data.invoke(rest_v1_event("GET", "/api/ap/data", None, headers or {}, query))
     raw = "&".join(f"{k}={v}" for k, v in query.items())
-    return data.invoke(http_v2_event("GET", "/api/ap/data", None, {k.lower(): v for k, v in (headers or {}).items()}, raw))
+    return data.invoke(
+        http_v2_event("GET", "/api/ap/data", None, {k.lower(): v for k, v in (headers or {}).items()}, raw)
+    )
 
 
 def _link_query(saved: dict[str, Any]) -> dict[str, str]:
@@ -170,7 +176,9 @@ def test_data_serves_a_binary_file_through_the_function_url(stack: DeployedStack
     assert function_url_body(result) == PNG
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 §3: the REST API has no binary media types (a PNG arrives as base64 text)")
+@pytest.mark.xfail(
+    strict=True, reason="issue 10 §3: the REST API has no binary media types (a PNG arrives as base64 text)"
+)
 def test_data_serves_a_binary_file_through_the_rest_api(stack: DeployedStack, png_file: str) -> None:
     result = _data(stack, {"file": png_file}, {**ALICE, "Accept": "image/png"}, rest=True)
     assert result["statusCode"] == 200
@@ -183,7 +191,18 @@ def test_jwt_mode_verifies_tokens_with_the_templates_issuer_audience_and_jwks(st
     ok = submit.invoke(http_v2_event("POST", "/api/ap/submit", body, {"authorization": f"Bearer {jwks.token()}"}))
     assert ok["statusCode"] == 200 and _json(ok)["status"] == "unmatched"
     wrong_audience = jwks.token(aud="someone-else")
-    refused = submit.invoke(http_v2_event("POST", "/api/ap/submit", body, {"authorization": f"Bearer {wrong_audience}"}))
+    refused = submit.invoke(
+        http_v2_event("POST", "/api/ap/submit", body, {"authorization": f"Bearer {wrong_audience}"})
+    )
     assert refused["statusCode"] == 401
     anonymous = submit.invoke(rest_v1_event("POST", "/api/ap/submit", body, ALICE))
     assert anonymous["statusCode"] == 401
+
+
+def test_deleting_the_conversation_removes_its_files_and_links(stack: DeployedStack, saved: dict[str, Any]) -> None:
+    gone = stack.function("chat").invoke(rest_v1_event("DELETE", f"/api/v1/conversations/{saved['cid']}", None, ALICE))
+    assert gone["statusCode"] == 204, gone
+    listed = stack.account.client("s3").list_objects_v2(Bucket=stack.resource("StorageDataBucket"), Prefix="data/")
+    assert [o["Key"] for o in listed.get("Contents", []) if saved["cid"] in o["Key"]] == []
+    signed = _data(stack, _link_query(saved), rest=False)
+    assert signed["statusCode"] == 404

@@ -22,7 +22,8 @@ def scheduler_input(stack: DeployedStack, name: str, when: datetime) -> Any:
     """The schedule target's `Input` of the template, as EventBridge Scheduler fills it in at `when`."""
     logical = stack.definition(name).logical_id
     (schedule,) = [
-        r for r in stack.synthesis.resources("AWS::Scheduler::Schedule").values()
+        r
+        for r in stack.synthesis.resources("AWS::Scheduler::Schedule").values()
         if r["Properties"]["Target"]["Arn"]["Fn::GetAtt"][0] == logical
     ]
     raw = schedule["Properties"]["Target"]["Input"]
@@ -74,7 +75,9 @@ def test_idle_sessions_runs_on_the_schedule_input_and_enqueues_the_summary(summa
     assert body["user_id"] == "carol" and body["ended_at"] > body["started_at"]
 
 
-def test_worker_runs_a_batch_and_reports_only_the_failed_records(stack: DeployedStack, summary_job: dict[str, Any]) -> None:
+def test_worker_runs_a_batch_and_reports_only_the_failed_records(
+    stack: DeployedStack, summary_job: dict[str, Any]
+) -> None:
     queue_arn = stack.arn("WorkQueue")
     stack.llm.enqueue(StubScript.text('{"summary": "Carol plans a spring trip to Kyoto.", "keyTopics": ["Kyoto"]}'))
     event = sqs_event([summary_job], queue_arn)
@@ -86,8 +89,15 @@ def test_worker_runs_a_batch_and_reports_only_the_failed_records(stack: Deployed
     assert sorted(f["itemIdentifier"] for f in result["batchItemFailures"]) == ["malformed-1", "unknown-kind-1"]
     # The summary was written, so the profile extraction follows on the queue (sent by the worker).
     follow_up = _kinds(receive_all(stack))
-    assert ("profile", {"kind": "profile", "chat_id": json.loads(summary_job["Body"])["chat_id"], "user_id": "carol",
-                        "session_id": json.loads(summary_job["Body"])["session_id"]}) in follow_up, follow_up
+    assert (
+        "profile",
+        {
+            "kind": "profile",
+            "chat_id": json.loads(summary_job["Body"])["chat_id"],
+            "user_id": "carol",
+            "session_id": json.loads(summary_job["Body"])["session_id"],
+        },
+    ) in follow_up, follow_up
 
 
 def test_daily_summary_enqueues_the_closed_local_day(stack: DeployedStack, carol_chat: str) -> None:

@@ -39,7 +39,15 @@ def test_a_query_streams_to_run_complete(stack: DeployedStack) -> None:
 
 def test_a_frontend_tool_answered_through_submit_resumes_the_run(stack: DeployedStack) -> None:
     stack.llm.enqueue(
-        StubScript.tool_calls([{"id": "call_ask", "name": "ask_user", "arguments": {"question": "Red or blue?", "choices": ["red", "blue"]}}]),
+        StubScript.tool_calls(
+            [
+                {
+                    "id": "call_ask",
+                    "name": "ask_user",
+                    "arguments": {"question": "Red or blue?", "choices": ["red", "blue"]},
+                }
+            ]
+        ),
         StubScript.text("Blue it is."),
     )
     response = stack.function("stream").invoke_streaming(
@@ -57,7 +65,12 @@ def test_a_frontend_tool_answered_through_submit_resumes_the_run(stack: Deployed
             submits.append(json.loads(answer["body"]))
     assert submits == [{"accepted": True, "status": "accepted"}], [e["type"] for e in events]
     kinds = [e["type"] for e in events]
-    assert kinds.index("tool.end") < kinds.index("request.submit") < kinds.index("tool.result") < kinds.index("run.complete")
+    assert (
+        kinds.index("tool.end")
+        < kinds.index("request.submit")
+        < kinds.index("tool.result")
+        < kinds.index("run.complete")
+    )
     result = next(e for e in events if e["type"] == "tool.result")
     assert result["result"] == {"choice": "blue"}
     assert "".join(e["delta"] for e in events if e["type"] == "content.delta") == "Blue it is."
@@ -90,12 +103,17 @@ def _iam_event(path: str, body: Any) -> dict[str, Any]:
 
 
 def test_iam_mode_refuses_a_request_without_a_signed_identity(stack: DeployedStack) -> None:
-    response = stack.function("stream", "iam").invoke_streaming(http_v2_event("POST", "/api/ap/query", {"message": "hi"}))
+    response = stack.function("stream", "iam").invoke_streaming(
+        http_v2_event("POST", "/api/ap/query", {"message": "hi"})
+    )
     assert response.status == 401
     list(response.iter_bytes())
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 §3: behind the Web Adapter the IAM identity is in x-amzn-request-context (stream answers 401)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 10 §3: behind the Web Adapter the IAM identity is in x-amzn-request-context (stream answers 401)",
+)
 def test_iam_mode_serves_the_signed_caller_behind_the_web_adapter(stack: DeployedStack) -> None:
     stack.llm.enqueue(StubScript.text("Hi Erin."))
     response = stack.function("stream", "iam").invoke_streaming(_iam_event("/api/ap/query", {"message": "hi"}))

@@ -37,8 +37,14 @@ EXERCISED: dict[str, tuple[str, str, str]] = {
 NEVER_CALLED = {"dynamodb:DescribeTable", "secretsmanager:DescribeSecret", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
 NARROW = {
     "submit": {"dynamodb:UpdateItem"},
-    "data": {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "s3:GetObject", "s3:ListBucket",
-             "secretsmanager:GetSecretValue"},
+    "data": {
+        "dynamodb:GetItem",
+        "dynamodb:BatchGetItem",
+        "dynamodb:Query",
+        "s3:GetObject",
+        "s3:ListBucket",
+        "secretsmanager:GetSecretValue",
+    },
     "idle_sessions": {"dynamodb:Query", "dynamodb:UpdateItem", "sqs:SendMessage"},
     "daily_summary": {"dynamodb:Query", "dynamodb:UpdateItem", "sqs:SendMessage"},
 }
@@ -90,8 +96,11 @@ def test_every_function_called_only_actions_its_template_policy_grants(stack: De
 def test_policies_grant_only_what_the_functions_call(stack: DeployedStack) -> None:
     wide: dict[str, list[str]] = {}
     for spec in FUNCTIONS:
-        allowed = {a for a in stack.account.allowed_actions(stack.definition(spec.name).role_logical_id)
-                   if not a.startswith(RUNTIME_ONLY)}
+        allowed = {
+            a
+            for a in stack.account.allowed_actions(stack.definition(spec.name).role_logical_id)
+            if not a.startswith(RUNTIME_ONLY)
+        }
         extra = (allowed & NEVER_CALLED) | (allowed - NARROW[spec.name] if spec.name in NARROW else set())
         if extra:
             wide[spec.name] = sorted(extra)

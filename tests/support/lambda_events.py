@@ -92,7 +92,9 @@ def http_v2_event(
     }
 
 
-def sqs_record(body: str, message_id: str, queue_arn: str, receipt: str = "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a==") -> dict[str, Any]:
+def sqs_record(
+    body: str, message_id: str, queue_arn: str, receipt: str = "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a=="
+) -> dict[str, Any]:
     """One record of the event Lambda's SQS event source sends (a message as received from `queue_arn`)."""
     return {
         "messageId": message_id,

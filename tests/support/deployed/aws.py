@@ -122,7 +122,12 @@ TRANSACT_ITEM_ACTIONS = {
 # moto checks transactions and batches as their own action names: installed policies that grant the per-item
 # action also grant the operation (the recorded per-item actions are still checked against the template).
 MOTO_OPERATION_GRANTS = {
-    "dynamodb:TransactWriteItems": ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"),
+    "dynamodb:TransactWriteItems": (
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:ConditionCheckItem",
+    ),
     "dynamodb:TransactGetItems": ("dynamodb:GetItem",),
     **{batch: (single,) for batch, single in BATCH_ACTIONS.items()},
 }
@@ -139,7 +144,7 @@ def iam_actions(operation: str, body: bytes) -> tuple[str, ...]:
 def required_action(method: str, target: str, headers: Any, body: bytes) -> tuple[str, str]:
     """(access key id, API operation as service:Name) of a SigV4-signed request (header or presigned query)."""
     split = urlsplit(target)
-    query = parse_qs(split.query)
+    query = parse_qs(split.query, keep_blank_values=True)
     auth = headers.get("Authorization", "")
     match = _CREDENTIAL.search(auth)
     if match:
@@ -285,11 +290,16 @@ class LocalAccount:
         stack = self.synthesis.template.get("Description", "AgentCore").split(" ")[0]
         self.resolver = Resolver(stack_name=stack)
         bootstrap = boto3.client(
-            "iam", endpoint_url=self.moto.url, region_name=REGION, aws_access_key_id="bootstrap",
+            "iam",
+            endpoint_url=self.moto.url,
+            region_name=REGION,
+            aws_access_key_id="bootstrap",
             aws_secret_access_key="bootstrap",
         )
         bootstrap.create_user(UserName="emulation-admin")
-        bootstrap.put_user_policy(UserName="emulation-admin", PolicyName="admin", PolicyDocument=json.dumps(ADMIN_POLICY))
+        bootstrap.put_user_policy(
+            UserName="emulation-admin", PolicyName="admin", PolicyDocument=json.dumps(ADMIN_POLICY)
+        )
         key = bootstrap.create_access_key(UserName="emulation-admin")["AccessKey"]
         self.admin = boto3.session.Session(
             aws_access_key_id=key["AccessKeyId"], aws_secret_access_key=key["SecretAccessKey"], region_name=REGION
@@ -298,7 +308,7 @@ class LocalAccount:
 
     def client(self, service: str) -> Any:
         """An administrator's client, straight to moto (not recorded)."""
-        return self.admin.client(service, endpoint_url=self.moto.url)
+        return self.admin.client(service, endpoint_url=self.moto.url)  # type: ignore[call-overload]
 
     def _name(self, logical_id: str, limit: int = 80) -> str:
         return f"{self.resolver.stack_name}-{logical_id}"[:limit]
@@ -396,7 +406,9 @@ class LocalAccount:
             self.policies.setdefault(role_logical, []).extend(document["Statement"])
             enforced = {"Version": "2012-10-17", "Statement": [_enforceable(s) for s in document["Statement"]]}
             self.client("iam").put_role_policy(
-                RoleName=self.physical[role_logical], PolicyName=props["PolicyName"], PolicyDocument=json.dumps(enforced)
+                RoleName=self.physical[role_logical],
+                PolicyName=props["PolicyName"],
+                PolicyDocument=json.dumps(enforced),
             )
 
     def assume(self, role_logical: str, session: str) -> RoleCredentials:
@@ -421,4 +433,8 @@ def _enforceable(statement: dict[str, Any]) -> dict[str, Any]:
     enforced = {**statement, "Action": actions + extra}
     if all(a.startswith(ACTION_ONLY_SERVICES) for a in actions):
         enforced["Resource"] = "*"
+    elif "s3:DeleteObject" in actions:
+        # AWS authorises DeleteObjects per key (s3:DeleteObject on bucket/key); moto checks it on the bucket.
+        resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        enforced["Resource"] = resources + [r.removesuffix("/*") for r in resources if r.endswith("/*")]
     return enforced

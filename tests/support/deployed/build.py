@@ -56,7 +56,7 @@ def runtime(version: str = RUNTIME_VERSION) -> Runtime:
     base = find_python(version)
     if base is None:
         base = sys.executable
-        found = "%d.%d" % sys.version_info[:2]
+        found = f"{sys.version_info.major}.{sys.version_info.minor}"
         note = f"no python{version} on this machine: functions run on this interpreter, Python {found}"
     else:
         note = f"python{version} ({base})"
@@ -71,8 +71,12 @@ def runtime(version: str = RUNTIME_VERSION) -> Runtime:
         pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
         subprocess.run([*pip, *RUNTIME_PACKAGES], check=True)
         complete.write_text(note + "\n")
-    real = subprocess.run([str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], text=True,
-                          capture_output=True, check=True).stdout.strip()
+    real = subprocess.run(
+        [str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        text=True,
+        capture_output=True,
+        check=True,
+    ).stdout.strip()
     return Runtime(python=python, version=real, note=note)
 
 

@@ -92,9 +92,7 @@ class FunctionProcess:
         self.definition = definition
         props = definition.properties
         self.function_name = account.physical[definition.logical_id]
-        self.api = RuntimeApi(
-            account.resolver.attributes[(definition.logical_id, "Arn")], int(props.get("Timeout", 3))
-        )
+        self.api = RuntimeApi(account.resolver.attributes[(definition.logical_id, "Arn")], int(props.get("Timeout", 3)))
         self.credentials = account.assume(definition.role_logical_id, self.function_name)
         self.task_root = synthesis.asset_path(definition.logical_id)
         layer_ids = [ref["Ref"] for ref in props.get("Layers", []) if isinstance(ref, dict) and "Ref" in ref]

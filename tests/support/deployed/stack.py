@@ -22,6 +22,11 @@ from tests.support.openai_stub import OpenAiStub
 
 LLM_API_KEY = "sk-emulated-deployment-key"
 DEFAULT_VARIANT = "dev"
+SUPPORTED_RUNTIMES = ("3.12", "3.13")  # infra.settings pythonRuntime
+
+
+class UnsupportedRuntime(RuntimeError):
+    """No interpreter of a runtime version the stack deploys is on this machine."""
 
 
 @dataclass
@@ -49,9 +54,11 @@ class DeployedStack:
     def start(cls, variants: dict[str, dict[str, Any]] | None = None) -> DeployedStack:
         """Build and start everything; `variants` maps a name to extra CDK context (e.g. authMode=jwt)."""
         runtime = build.runtime()
+        if runtime.version not in SUPPORTED_RUNTIMES:
+            raise UnsupportedRuntime(f"{runtime.note}: the stack deploys Python {'/'.join(SUPPORTED_RUNTIMES)} only")
         llm = OpenAiStub().start()
         outdir = build.BUILD_DIR / "cdk.out"
-        base = {"architecture": build.ARCHITECTURE, "openaiBaseUrl": llm.base_url}
+        base = {"architecture": build.ARCHITECTURE, "pythonRuntime": runtime.version, "openaiBaseUrl": llm.base_url}
         synthesis = build.synthesize(base, outdir)
         synthesized = {DEFAULT_VARIANT: synthesis}
         for name, context in (variants or {}).items():
@@ -64,7 +71,8 @@ class DeployedStack:
         proxy = RecordingProxy(moto)
         account = LocalAccount(synthesis, moto, proxy).create()
         secret = next(
-            logical for logical, r in synthesis.template["Resources"].items()
+            logical
+            for logical, r in synthesis.template["Resources"].items()
             if r["Type"] == "AWS::SecretsManager::Secret" and logical.startswith("LlmApiKey")
         )
         account.client("secretsmanager").put_secret_value(SecretId=account.physical[secret], SecretString=LLM_API_KEY)

@@ -133,8 +133,11 @@ def serve(port: int) -> None:
             }
             conn = http.client.HTTPConnection(os.environ["AWS_LAMBDA_RUNTIME_API"], timeout=None)
             conn.request(
-                "POST", f"{PREFIX}/invocation/{request_id}/response", body=_stream(prelude, response),
-                headers=headers, encode_chunked=True,
+                "POST",
+                f"{PREFIX}/invocation/{request_id}/response",
+                body=_stream(prelude, response),
+                headers=headers,
+                encode_chunked=True,
             )
             conn.getresponse().read()
         else:
