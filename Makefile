@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install run test lint format bench clean
+.PHONY: install run test test-deployed lint format bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ test: install
 	$(BIN)/ruff check shared functions tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
+
+# The deployed-emulation tier alone (part of `make test`; see docs/infrastructure.md).
+test-deployed: install
+	$(BIN)/python -m pytest -m deployed
 
 lint: install
 	$(BIN)/ruff check shared functions tests bench
