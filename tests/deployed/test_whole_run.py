@@ -4,6 +4,9 @@ case runs with; every AWS call was allowed and within the function's template po
 from __future__ import annotations
 
 import fnmatch
+import json
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -105,3 +108,37 @@ def test_policies_grant_only_what_the_functions_call(stack: DeployedStack) -> No
         if extra:
             wide[spec.name] = sorted(extra)
     assert wide == {}
+
+
+def test_a_function_process_sees_only_the_asset_the_layer_and_the_runtime(stack: DeployedStack) -> None:
+    # The chat function's interpreter, environment and working directory, asked for its import path.
+    process = stack.function("chat")
+    probe = "import json, sys; print(json.dumps(sys.path))"
+    out = subprocess.run(
+        [str(stack.runtime.python), "-c", probe],
+        cwd=process.task_root,
+        env=process.environment,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    paths = [Path(p).resolve() for p in json.loads(out.stdout) if p]
+    base = Path(
+        subprocess.run(
+            [str(stack.runtime.python), "-c", "import sys; print(sys.base_prefix)"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    ).resolve()
+    roots = [
+        process.task_root.resolve(),
+        *(d.resolve() for d in process.layer_dirs),
+        stack.runtime.python.parent.parent.resolve(),
+        base / "lib",
+    ]
+    stray = [str(p) for p in paths if not any(p == r or p.is_relative_to(r) for r in roots)]
+    assert stray == []
+    assert process.layer_dirs[0].resolve() in paths
+    runtime_packages = {p.name for p in (stack.runtime.python.parent.parent / "lib").glob("python*/site-packages/*")}
+    assert {"awslambdaric", "boto3"} <= runtime_packages and "agent_core" not in runtime_packages
