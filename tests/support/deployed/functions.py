@@ -10,6 +10,8 @@ working directory, `LAMBDA_TASK_ROOT`), the layer (`/opt/python` on Lambda) and 
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -105,8 +107,14 @@ class FunctionProcess:
             command = [sys.executable, str(WEB_ADAPTER)]
         else:
             command = [str(runtime.python), "-m", "awslambdaric", definition.handler]
+        # Its own process group: the Web Adapter's app server (run.sh -> uvicorn) goes with it on stop.
         self.process = subprocess.Popen(
-            command, cwd=self.task_root, env=self.environment, stdout=self._log, stderr=subprocess.STDOUT
+            command,
+            cwd=self.task_root,
+            env=self.environment,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
     def _environment(self, account: LocalAccount, runtime: Runtime) -> dict[str, str]:
@@ -167,12 +175,20 @@ class FunctionProcess:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
+        """Stop the function's process group (the process and anything it started)."""
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.process.pid, sig)
+            except ProcessLookupError:
+                break
             try:
                 self.process.wait(timeout=10)
+                if sig == signal.SIGTERM:
+                    os.killpg(self.process.pid, signal.SIGKILL)  # children that outlived their parent
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+                continue
+            except ProcessLookupError:
+                pass
+            break
         self.api.stop()
         self._log.close()
