@@ -80,7 +80,7 @@ def _definitions(stack: DeployedStack, variant: str) -> dict[str, FunctionDefini
 
 
 def test_no_aws_call_was_denied(stack: DeployedStack) -> None:
-    assert stack.proxy.denied() == []
+    assert stack.unexpected_denials() == []
 
 
 def _allowed(action: str, granted: set[str]) -> bool:

@@ -28,6 +28,8 @@ import threading
 import time
 import urllib.request
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -416,6 +418,19 @@ class LocalAccount:
         creds = self.client("sts").assume_role(RoleArn=self.role_arns[role_logical], RoleSessionName=session[:64])
         c = creds["Credentials"]
         return RoleCredentials(c["AccessKeyId"], c["SecretAccessKey"], c["SessionToken"])
+
+    @contextmanager
+    def denying(self, role_logical: str, operation: str) -> Iterator[None]:
+        """An explicit Deny of `operation` on the role while the block runs (a failing dependency, on purpose)."""
+        iam = self.client("iam")
+        name = self.physical[role_logical]
+        actions = sorted({operation, *iam_actions(operation, b"")}) if operation in BATCH_ACTIONS else [operation]
+        deny = {"Version": "2012-10-17", "Statement": [{"Effect": "Deny", "Action": actions, "Resource": "*"}]}
+        iam.put_role_policy(RoleName=name, PolicyName="emulation-deny", PolicyDocument=json.dumps(deny))
+        try:
+            yield
+        finally:
+            iam.delete_role_policy(RoleName=name, PolicyName="emulation-deny")
 
     def allowed_actions(self, role_logical: str) -> set[str]:
         found: set[str] = set()

@@ -11,12 +11,14 @@ from __future__ import annotations
 import re
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tests.support.deployed import build
-from tests.support.deployed.aws import LocalAccount, MotoServer, RecordingProxy
+from tests.support.deployed.aws import Call, LocalAccount, MotoServer, RecordingProxy
 from tests.support.deployed.functions import FunctionDefinition, FunctionProcess, function_definitions
 from tests.support.openai_stub import OpenAiStub
 
@@ -48,6 +50,7 @@ class DeployedStack:
     llm: OpenAiStub
     log_dir: Path
     processes: dict[tuple[str, str], FunctionProcess] = field(default_factory=dict)
+    deliberate_denials: set[tuple[str, str]] = field(default_factory=set)  # (access key, operation) a case caused
     init_times: dict[str, float] = field(default_factory=dict)
 
     @classmethod
@@ -122,6 +125,17 @@ class DeployedStack:
             )
             for name in sorted(actions)
         ]
+
+    @contextmanager
+    def denying(self, name: str, operation: str) -> Iterator[None]:
+        """The function's role is denied `operation` (e.g. sqs:SendMessageBatch) while the block runs."""
+        process = self.function(name)
+        self.deliberate_denials.add((process.credentials.access_key, operation))
+        with self.account.denying(process.definition.role_logical_id, operation):
+            yield
+
+    def unexpected_denials(self) -> list[Call]:
+        return [c for c in self.proxy.denied() if (c.access_key, c.operation) not in self.deliberate_denials]
 
     def stop(self) -> None:
         for process in self.processes.values():
