@@ -267,12 +267,21 @@ class RoleCredentials:
         }
 
 
-def _generated_secret(spec: dict[str, Any]) -> str:
-    """A value as Secrets Manager's GenerateSecretString would make it (length, punctuation)."""
-    alphabet = string.ascii_letters + string.digits
-    if not spec.get("ExcludePunctuation"):
-        alphabet += "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
-    return "".join(secrets.choice(alphabet) for _ in range(int(spec.get("PasswordLength", 32))))
+PUNCTUATION = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+
+
+def secret_alphabet(spec: dict[str, Any]) -> str:
+    """The characters Secrets Manager's GenerateSecretString may use under `spec`."""
+    alphabet = string.ascii_letters + string.digits + ("" if spec.get("ExcludePunctuation") else PUNCTUATION)
+    return "".join(c for c in alphabet if c not in spec.get("ExcludeCharacters", ""))
+
+
+def generated_secret(spec: dict[str, Any], first: str = "") -> str:
+    """A value as GenerateSecretString would make it (length, characters); `first` if the spec allows it."""
+    alphabet = secret_alphabet(spec)
+    length = int(spec.get("PasswordLength", 32))
+    head = first if first and first in alphabet else secrets.choice(alphabet)
+    return head + "".join(secrets.choice(alphabet) for _ in range(length - 1))
 
 
 @dataclass
@@ -384,7 +393,7 @@ class LocalAccount:
     def _secret(self, logical: str, props: dict[str, Any]) -> None:
         # CloudFormation names an unnamed secret `<logical id>-<random>`; the ARN adds `-<6 chars>`.
         name = f"{logical}-{secrets.token_hex(6)}"
-        value = _generated_secret(props.get("GenerateSecretString") or {})
+        value = generated_secret(props.get("GenerateSecretString") or {})
         arn = self.client("secretsmanager").create_secret(Name=name, SecretString=value)["ARN"]
         self.physical[logical] = name
         self.resolver.refs[logical] = arn

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import queue
+import sys
 import threading
 import time
 import uuid
@@ -166,6 +167,11 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     api: RuntimeApi
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A function process stopped while it waited on `next`: not an error of the API."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class RuntimeApi:
