@@ -206,3 +206,40 @@ def test_deleting_the_conversation_removes_its_files_and_links(stack: DeployedSt
     assert [o["Key"] for o in listed.get("Contents", []) if saved["cid"] in o["Key"]] == []
     signed = _data(stack, _link_query(saved), rest=False)
     assert signed["statusCode"] == 404
+
+
+@pytest.fixture(scope="module")
+def spilled(stack: DeployedStack) -> tuple[str, str]:
+    """grace's conversation whose one run's replay snapshot was too large for its item: spilled to S3."""
+    chat = stack.function("chat")
+    grace = {"X-User-Id": "grace"}
+    created = chat.invoke(rest_v1_event("POST", "/api/v1/conversations", {"title": "long answer"}, grace))
+    cid = _json(created)["conversationId"]
+    stack.llm.enqueue(StubScript.text(*(["All work and no play. " * 150] * 110)))
+    turn = chat.invoke(rest_v1_event("POST", f"/api/v1/conversations/{cid}/chat", {"message": "write"}, grace))
+    assert turn["statusCode"] == 200, turn
+    bucket = stack.resource("StorageDataBucket")
+    keys = [
+        o["Key"]
+        for o in stack.account.client("s3")
+        .list_objects_v2(Bucket=bucket, Prefix=f"snapshots/{cid}/")
+        .get("Contents", [])
+    ]
+    if not keys:
+        pytest.fail("the run's snapshot was not spilled to S3")
+    return cid, bucket
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="issue 10 §3: deleting a conversation leaves its spilled replay snapshots in S3",
+)
+def test_deleting_a_conversation_removes_its_spilled_snapshots(stack: DeployedStack, spilled: tuple[str, str]) -> None:
+    cid, bucket = spilled
+    gone = stack.function("chat").invoke(
+        rest_v1_event("DELETE", f"/api/v1/conversations/{cid}", None, {"X-User-Id": "grace"})
+    )
+    assert gone["statusCode"] == 204, gone
+    left = stack.account.client("s3").list_objects_v2(Bucket=bucket, Prefix=f"snapshots/{cid}/").get("Contents", [])
+    assert left == []
