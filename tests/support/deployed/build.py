@@ -110,3 +110,16 @@ def synthesize(context: dict[str, Any], outdir: Path, *, bundle: bool = True) ->
     assembly = app.synth()
     template_file = outdir / assembly.get_stack_artifact(stack.artifact_id).template_file
     return Synthesis(template=json.loads(template_file.read_text()), outdir=outdir)
+
+
+def prune_assets(outdir: Path, keep: list[Synthesis]) -> None:
+    """Remove staged assets no kept template refers to (an old layer is ~50 MB; each agent_core edit makes one)."""
+    used = {
+        resource["Metadata"]["aws:asset:path"]
+        for synthesis in keep
+        for resource in synthesis.template["Resources"].values()
+        if "aws:asset:path" in (resource.get("Metadata") or {})
+    }
+    for path in outdir.glob("asset.*"):
+        if path.name not in used and path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)

@@ -66,6 +66,7 @@ class DeployedStack:
         synthesized = {DEFAULT_VARIANT: synthesis}
         for name, context in (variants or {}).items():
             synthesized[name] = build.synthesize({**base, **context}, outdir)  # same assets: no rebuild
+        build.prune_assets(outdir, list(synthesized.values()))
         log_dir = build.BUILD_DIR / "logs"
         shutil.rmtree(log_dir, ignore_errors=True)
         log_dir.mkdir(parents=True)
