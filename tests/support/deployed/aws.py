@@ -95,7 +95,7 @@ class Call:
 _CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/\d+/[^/]+/([^/]+)/")
 
 
-def _s3_action(method: str, path: str, query: dict[str, list[str]], headers: Any) -> str:
+def _s3_action(method: str, path: str, query: dict[str, list[str]]) -> str:
     """The IAM action an S3 REST request (path style) needs."""
     bucket_and_key = path.lstrip("/").split("/", 1)
     has_key = len(bucket_and_key) == 2 and bucket_and_key[1] != ""
@@ -157,7 +157,7 @@ def required_action(method: str, target: str, headers: Any, body: bytes) -> tupl
     else:
         return "anonymous", f"{method} {split.path}"
     if service == "s3":
-        return key, _s3_action(method, unquote(split.path), query, headers)
+        return key, _s3_action(method, unquote(split.path), query)
     amz_target = headers.get("X-Amz-Target")
     if amz_target:
         return key, f"{service}:{amz_target.rsplit('.', 1)[-1]}"
@@ -315,7 +315,6 @@ class LocalAccount:
         self.admin = boto3.session.Session(
             aws_access_key_id=key["AccessKeyId"], aws_secret_access_key=key["SecretAccessKey"], region_name=REGION
         )
-        self.admin_key = key["AccessKeyId"]
 
     def client(self, service: str) -> Any:
         """An administrator's client, straight to moto (not recorded)."""

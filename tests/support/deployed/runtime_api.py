@@ -131,7 +131,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "Lambda-Runtime-Aws-Request-Id": invocation.request_id,
                 "Lambda-Runtime-Deadline-Ms": str(deadline_ms),
                 "Lambda-Runtime-Invoked-Function-Arn": api.function_arn,
-                "Lambda-Runtime-Trace-Id": f"Root=1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]};Parent={uuid.uuid4().hex[:16]};Sampled=0",
+                "Lambda-Runtime-Trace-Id": f"Root=1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]};Parent={uuid.uuid4().hex[:16]};Sampled=1",
             },
         )
 
