@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.deployed import build
-from tests.support.deployed.aws import Call, LocalAccount, MotoServer, RecordingProxy
+from tests.support.deployed.aws import LocalAccount, MotoServer
 from tests.support.deployed.functions import FunctionDefinition, FunctionProcess, function_definitions
+from tests.support.deployed.recorder import Call, RecordingProxy
 from tests.support.openai_stub import OpenAiStub
 
 LLM_API_KEY = "sk-emulated-deployment-key"
@@ -72,7 +73,7 @@ class DeployedStack:
         log_dir.mkdir(parents=True)
         moto_server = Path(sys.executable).with_name("moto_server")
         moto = MotoServer(moto_server, log_dir / "moto.log")
-        proxy = RecordingProxy(moto)
+        proxy = RecordingProxy(moto.port)
         account = LocalAccount(synthesis, moto, proxy).create()
         secret = next(
             logical
