@@ -26,7 +26,7 @@ EXERCISED: dict[str, tuple[str, str, str]] = {
     "POWERTOOLS_SERVICE_NAME": ("dev", "chat", "structured logs and metrics of every function"),
     "POWERTOOLS_LOG_LEVEL": ("dev", "chat", "structured logs of every function"),
     "POWERTOOLS_METRICS_NAMESPACE": ("dev", "chat", "metrics of every function"),
-    "AGENT_TABLE_NAME": ("dev", "submit", "every function but none without it"),
+    "AGENT_TABLE_NAME": ("dev", "submit", "the store of every function"),
     "AGENT_DATA_BUCKET": ("dev", "data", "data files, save_file, presigned links"),
     "AGENT_WORK_QUEUE_URL": ("dev", "idle_sessions", "idle_sessions, daily_summary, worker enqueue"),
     "AGENT_LLM_API_KEY_SECRET": ("dev", "chat", "the key sent to the LLM comes from this secret"),
