@@ -11,7 +11,7 @@ STAMP_LOCAL := $(VENV)/.installed-local
 STAMP_DEV := $(VENV)/.installed-dev
 STAMP_INFRA := $(VENV)/.installed-infra
 
-.PHONY: install run test lint format bench clean clean-data
+.PHONY: install run test test-deployed lint format bench clean clean-data
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ test: $(STAMP_DEV)
 	$(BIN)/ruff check shared functions tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
+
+# The deployed-emulation tier alone (part of `make test`; see docs/infrastructure.md).
+test-deployed: $(STAMP_DEV)
+	$(BIN)/python -m pytest -m deployed
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check shared functions tests bench

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi import FastAPI, Request
@@ -18,9 +14,9 @@ from starlette.testclient import TestClient
 from agent_core.api.auth import LOCAL_USER, resolve_user
 from agent_core.api.errors import install_error_handlers
 from tests.support.fixtures import make_settings
+from tests.support.jwks import JWKS_AUDIENCE, JWKS_ISSUER, JwksServer
 
-ISSUER = "https://issuer.example"
-AUDIENCE = "agent-core"
+ISSUER, AUDIENCE = JWKS_ISSUER, JWKS_AUDIENCE
 
 
 def _app(event: dict[str, Any] | None = None, **settings: Any) -> TestClient:
@@ -61,36 +57,13 @@ def test_jwt_mode_trusts_claims_api_gateway_verified() -> None:
 
 
 @pytest.fixture(scope="module")
-def jwks() -> Iterator[tuple[str, Any]]:
-    """A loopback JWKS endpoint serving one RSA public key."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
-    body = json.dumps({"keys": [{**public, "kid": "k1", "use": "sig", "alg": "RS256"}]}).encode()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return None
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/.well-known/jwks.json", key
-    server.shutdown()
+def jwks() -> Iterator[JwksServer]:
+    with JwksServer() as server:
+        yield server
 
 
-def _token(key: Any, **claims: Any) -> str:
-    payload = {"sub": "user-jwt", "iss": ISSUER, "aud": AUDIENCE, "exp": int(time.time()) + 300, **claims}
-    return jwt.encode(payload, key, algorithm="RS256", headers={"kid": "k1"})
-
-
-def test_jwt_mode_verifies_bearer_tokens_against_the_jwks(jwks: tuple[str, Any]) -> None:
-    url, key = jwks
+def test_jwt_mode_verifies_bearer_tokens_against_the_jwks(jwks: JwksServer) -> None:
+    url, key, _token = jwks.url, jwks.key, jwks.token
     client = _app(
         {}, AGENT_AUTH_MODE="jwt", AGENT_JWT_JWKS_URL=url, AGENT_JWT_ISSUER=ISSUER, AGENT_JWT_AUDIENCE=AUDIENCE
     )

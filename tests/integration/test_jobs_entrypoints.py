@@ -31,7 +31,7 @@ from agent_core.runtime.deps import RunDeps
 from agent_core.store.embedded import ensure_resources
 from agent_core.store.memory import MemoryTable
 from tests.support.fixtures import make_settings
-from tests.support.lambda_events import FakeLambdaContext
+from tests.support.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 
 REGION = "us-east-1"
 QUEUE_NAME = "agent-core-work"
@@ -74,35 +74,15 @@ def _receive_all(url: str) -> list[dict[str, Any]]:
         messages += got
 
 
-def _sqs_record(body: str, message_id: str, receipt: str = "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a==") -> dict[str, Any]:
-    """One record of a real SQS -> Lambda event."""
-    return {
-        "messageId": message_id,
-        "receiptHandle": receipt,
-        "body": body,
-        "attributes": {
-            "ApproximateReceiveCount": "1",
-            "SentTimestamp": "1767889800000",
-            "SenderId": "AIDAIENQZJOLO23YVJ4VO",
-            "ApproximateFirstReceiveTimestamp": "1767889800010",
-        },
-        "messageAttributes": {},
-        "md5OfBody": "e4e68fb7bd0e697a0ae8f1bb342846b3",
-        "eventSource": "aws:sqs",
-        "eventSourceARN": f"arn:aws:sqs:{REGION}:123456789012:{QUEUE_NAME}",
-        "awsRegion": REGION,
-    }
+QUEUE_ARN = f"arn:aws:sqs:{REGION}:123456789012:{QUEUE_NAME}"
+
+
+def _sqs_record(body: str, message_id: str) -> dict[str, Any]:
+    return sqs_record(body, message_id, QUEUE_ARN)
 
 
 def _event_from(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """The event Lambda's SQS event source builds from received messages."""
-    records = []
-    for m in messages:
-        record = _sqs_record(m["Body"], m["MessageId"], m["ReceiptHandle"])
-        record["attributes"] = m.get("Attributes", {})
-        record["md5OfBody"] = m["MD5OfBody"]
-        records.append(record)
-    return {"Records": records}
+    return sqs_event(messages, QUEUE_ARN)
 
 
 def _compact(chat_id: str) -> CompactJob:

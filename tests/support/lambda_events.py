@@ -90,3 +90,36 @@ def http_v2_event(
         "body": json.dumps(body) if body is not None else None,
         "isBase64Encoded": False,
     }
+
+
+def sqs_record(
+    body: str, message_id: str, queue_arn: str, receipt: str = "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a=="
+) -> dict[str, Any]:
+    """One record of the event Lambda's SQS event source sends (a message as received from `queue_arn`)."""
+    return {
+        "messageId": message_id,
+        "receiptHandle": receipt,
+        "body": body,
+        "attributes": {
+            "ApproximateReceiveCount": "1",
+            "SentTimestamp": "1767889800000",
+            "SenderId": "AIDAIENQZJOLO23YVJ4VO",
+            "ApproximateFirstReceiveTimestamp": "1767889800010",
+        },
+        "messageAttributes": {},
+        "md5OfBody": "e4e68fb7bd0e697a0ae8f1bb342846b3",
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_arn,
+        "awsRegion": queue_arn.split(":")[3],
+    }
+
+
+def sqs_event(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
+    """The SQS event built from messages as `ReceiveMessage` returned them (Body, MessageId, ReceiptHandle, ...)."""
+    records = []
+    for message in messages:
+        record = sqs_record(message["Body"], message["MessageId"], queue_arn, message["ReceiptHandle"])
+        record["attributes"] = message.get("Attributes") or record["attributes"]
+        record["md5OfBody"] = message.get("MD5OfBody", record["md5OfBody"])
+        records.append(record)
+    return {"Records": records}
