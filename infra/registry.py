@@ -29,13 +29,14 @@ STREAM_SCRIPT = "run.sh"
 class Need(StrEnum):
     """One kind of access to one resource: the resource's environment variable and exactly its actions.
 
-    The narrow needs (`TABLE_QUERY`, `TABLE_UPDATE`) are subsets of the wide ones (`TABLE_READ`,
+    The narrow needs (`TABLE_QUERY`, `TABLE_GET`, `TABLE_UPDATE`) are subsets of the wide ones (`TABLE_READ`,
     `TABLE_WRITE`) for functions whose code does only that. `TABLE_TRANSACT` and `QUEUE_SEND_BATCH` name
     the batch APIs a function calls: AWS authorises them through the item / message actions of the other
     needs (which the function must also have), but emulators such as moto check them by their own names.
     """
 
     TABLE_QUERY = "table_query"  # Query the table and its indexes (AGENT_TABLE_NAME)
+    TABLE_GET = "table_get"  # GetItem: read items by key
     TABLE_READ = "table_read"  # GetItem, BatchGetItem, Query
     TABLE_UPDATE = "table_update"  # UpdateItem: change items that exist (conditional updates)
     TABLE_WRITE = "table_write"  # PutItem, UpdateItem: create and change items
@@ -51,7 +52,7 @@ class Need(StrEnum):
 
 
 TABLE_NEEDS = frozenset(
-    {Need.TABLE_QUERY, Need.TABLE_READ, Need.TABLE_UPDATE, Need.TABLE_WRITE, Need.TABLE_DELETE, Need.TABLE_TRANSACT}
+    {Need.TABLE_QUERY, Need.TABLE_GET, Need.TABLE_READ, Need.TABLE_UPDATE, Need.TABLE_WRITE, Need.TABLE_DELETE, Need.TABLE_TRANSACT}
 )
 BUCKET_NEEDS = frozenset({Need.BUCKET_READ, Need.BUCKET_WRITE, Need.BUCKET_DELETE})
 QUEUE_NEEDS = frozenset({Need.QUEUE_SEND, Need.QUEUE_SEND_BATCH})
@@ -198,7 +199,9 @@ SUBMIT = FunctionSpec(
     description="A frontend tool's answer: POST /api/ap/submit (imports no LLM code)",
     memory_mb=512,
     timeout_s=10,
-    needs=frozenset({Need.TABLE_UPDATE}),  # one conditional UpdateItem on the waiting call (submit_wait)
+    # one conditional UpdateItem on the waiting call (submit_wait); a refused submit reads the run pointer
+    # and the run (GetItem) to say why (ended, cancelling, unmatched)
+    needs=frozenset({Need.TABLE_UPDATE, Need.TABLE_GET}),
     routes=(Route("/api/ap/submit", ("POST",)),),
 )
 

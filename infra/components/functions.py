@@ -33,6 +33,7 @@ FUNCTION_CODE_EXCLUDES = ["/*", "!/functions/", "__pycache__/", "*.pyc"]
 # No function scans, describes the table, describes a secret, or looks up the queue's URL or attributes.
 TABLE_ACTIONS: dict[Need, tuple[str, ...]] = {
     Need.TABLE_QUERY: ("dynamodb:Query",),
+    Need.TABLE_GET: ("dynamodb:GetItem",),
     Need.TABLE_READ: ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"),
     Need.TABLE_UPDATE: ("dynamodb:UpdateItem",),
     Need.TABLE_WRITE: ("dynamodb:PutItem", "dynamodb:UpdateItem"),

@@ -96,7 +96,6 @@ def test_chat_refuses_a_foreign_user_and_bad_json(stack: DeployedStack, saved: d
     assert 400 <= bad["statusCode"] < 500 and set(_json(bad)["error"]) >= {"code", "message", "type", "param"}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 §3: data links are root-relative and lose the REST API stage path")
 def test_data_links_made_behind_the_rest_api_keep_its_stage(saved: dict[str, Any]) -> None:
     assert "/prod/api/ap/data?" in saved["link"], saved["link"]
 
@@ -176,9 +175,6 @@ def test_data_serves_a_binary_file_through_the_function_url(stack: DeployedStack
     assert function_url_body(result) == PNG
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 10 §3: the REST API has no binary media types (a PNG arrives as base64 text)"
-)
 def test_data_serves_a_binary_file_through_the_rest_api(stack: DeployedStack, png_file: str) -> None:
     result = _data(stack, {"file": png_file}, {**ALICE, "Accept": "image/png"}, rest=True)
     assert result["statusCode"] == 200
@@ -230,11 +226,6 @@ def spilled(stack: DeployedStack) -> tuple[str, str]:
     return cid, bucket
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 10 §3: deleting a conversation leaves its spilled replay snapshots in S3",
-)
 def test_deleting_a_conversation_removes_its_spilled_snapshots(stack: DeployedStack, spilled: tuple[str, str]) -> None:
     cid, bucket = spilled
     gone = stack.function("chat").invoke(

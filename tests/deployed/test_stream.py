@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from tests.support.deployed.stack import DeployedStack
 from tests.support.lambda_events import http_v2_event, rest_v1_event
 from tests.support.openai_stub import StubScript
@@ -110,10 +108,6 @@ def test_iam_mode_refuses_a_request_without_a_signed_identity(stack: DeployedSta
     list(response.iter_bytes())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 10 §3: behind the Web Adapter the IAM identity is in x-amzn-request-context (stream answers 401)",
-)
 def test_iam_mode_serves_the_signed_caller_behind_the_web_adapter(stack: DeployedStack) -> None:
     stack.llm.enqueue(StubScript.text("Hi Erin."))
     response = stack.function("stream", "iam").invoke_streaming(_iam_event("/api/ap/query", {"message": "hi"}))

@@ -32,7 +32,7 @@ CONVERSATIONS = {
 EXPECTED: dict[str, set[str]] = {
     "chat": CONVERSATIONS,
     "stream": CONVERSATIONS,
-    "submit": {"dynamodb:UpdateItem"},
+    "submit": {"dynamodb:UpdateItem", "dynamodb:GetItem"},
     "data": {
         "dynamodb:GetItem",
         "dynamodb:BatchGetItem",

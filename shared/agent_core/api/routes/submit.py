@@ -38,6 +38,10 @@ async def submit(body: SubmitIn, ctx: Ctx, user: User) -> dict[str, Any]:
     if utf8_size(json.dumps(body.params, ensure_ascii=False), "params") > limit:
         raise PayloadTooLarge(f"params exceed {limit} bytes (UTF-8 JSON)", param="params")
     store, now_s = ctx.deps.store, int(time.time())
+    # The WAIT item's condition decides (a cancel closes the run's waits after flagging the run), so the
+    # answer that resumes a run costs one UpdateItem; only a refused submit reads why.
+    if await store.submit_wait(body.run_id, body.tool_id, user, body.params, now_s):
+        return {"accepted": True, "status": "accepted"}
     pointer = await store.get_run_pointer(body.run_id, now_s)
     if pointer is None or pointer.user_id != user:
         return UNMATCHED
@@ -48,6 +52,4 @@ async def submit(body: SubmitIn, ctx: Ctx, user: User) -> dict[str, Any]:
         return {"accepted": False, "status": run.status.value}
     if run.cancel_requested:
         return {"accepted": False, "status": "cancelling"}
-    # The WAIT item's condition decides (a cancel closes the run's waits after flagging the run).
-    accepted = await store.submit_wait(body.run_id, body.tool_id, user, body.params, now_s)
-    return {"accepted": accepted, "status": "accepted" if accepted else "unmatched"}
+    return UNMATCHED
