@@ -35,7 +35,7 @@ run: $(STAMP_LOCAL)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/agent-core serve --host $(HOST) --port $(PORT)
 
 test: $(STAMP_DEV)
-	$(BIN)/ruff check shared functions tests bench
+	$(BIN)/ruff check shared functions tests bench infra
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
@@ -44,13 +44,13 @@ test-deployed: $(STAMP_DEV)
 	$(BIN)/python -m pytest -m deployed
 
 lint: $(STAMP_DEV)
-	$(BIN)/ruff check shared functions tests bench
-	$(BIN)/ruff format --check shared functions tests bench
+	$(BIN)/ruff check shared functions tests bench infra
+	$(BIN)/ruff format --check shared functions tests bench infra
 	$(BIN)/mypy
 
 format: $(STAMP_DEV)
-	$(BIN)/ruff check --fix shared functions tests bench
-	$(BIN)/ruff format shared functions tests bench
+	$(BIN)/ruff check --fix shared functions tests bench infra
+	$(BIN)/ruff format shared functions tests bench infra
 
 bench: $(STAMP_DEV)
 	$(BIN)/python -m bench.run_all

@@ -52,7 +52,15 @@ class Need(StrEnum):
 
 
 TABLE_NEEDS = frozenset(
-    {Need.TABLE_QUERY, Need.TABLE_GET, Need.TABLE_READ, Need.TABLE_UPDATE, Need.TABLE_WRITE, Need.TABLE_DELETE, Need.TABLE_TRANSACT}
+    {
+        Need.TABLE_QUERY,
+        Need.TABLE_GET,
+        Need.TABLE_READ,
+        Need.TABLE_UPDATE,
+        Need.TABLE_WRITE,
+        Need.TABLE_DELETE,
+        Need.TABLE_TRANSACT,
+    }
 )
 BUCKET_NEEDS = frozenset({Need.BUCKET_READ, Need.BUCKET_WRITE, Need.BUCKET_DELETE})
 QUEUE_NEEDS = frozenset({Need.QUEUE_SEND, Need.QUEUE_SEND_BATCH})

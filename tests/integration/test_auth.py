@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi import FastAPI, Request
@@ -81,11 +82,12 @@ def test_jwt_mode_verifies_bearer_tokens_against_the_jwks(jwks: JwksServer) -> N
 
 
 def _signed(key: Any, claims: dict[str, Any]) -> str:
+    """Exactly these claims (no defaults added), signed with the JWKS server's key id."""
     return jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"})
 
 
-def test_jwt_mode_requires_exp_and_bounds_iat_and_nbf(jwks: tuple[str, Any]) -> None:
-    url, key = jwks
+def test_jwt_mode_requires_exp_and_bounds_iat_and_nbf(jwks: JwksServer) -> None:
+    url, key = jwks.url, jwks.key
     client = _app(
         {}, AGENT_AUTH_MODE="jwt", AGENT_JWT_JWKS_URL=url, AGENT_JWT_ISSUER=ISSUER, AGENT_JWT_AUDIENCE=AUDIENCE
     )
