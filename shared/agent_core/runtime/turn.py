@@ -9,18 +9,26 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from agent_core.domain.events import Event
+from agent_core.domain.events import Event, RequestQuery, RunError
 from agent_core.domain.ids import new_chat_id, new_run_id, now_ms, sortable_id
 from agent_core.domain.jobs import CompactJob
 from agent_core.domain.models import Chat, Kind, Message, Profile, Role, Run, RunStatus, Summary, TurnResult
 from agent_core.domain.sessions import SessionPlan
-from agent_core.errors import AgentError, InvalidRequest, NotFound, PayloadTooLarge, RunInProgress
+from agent_core.errors import (
+    AgentError,
+    InvalidRequest,
+    NotFound,
+    PayloadTooLarge,
+    RunInProgress,
+    ServiceUnavailable,
+)
 from agent_core.memory.calendar import to_ms, zone
 from agent_core.memory.compaction import CompactionPolicy, needs_compaction
 from agent_core.memory.profile import profile_block
 from agent_core.memory.sessions import plan_session
 from agent_core.memory.time_query import detect
 from agent_core.observability import logger
+from agent_core.protocol.envelope import Envelope
 from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.deps import RunDeps
 from agent_core.runtime.recall import time_query_path
@@ -161,6 +169,11 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
             await retrying(
                 lambda: deps.store.begin_turn(chat, run, user_message, s.run_lease_ms, plan), policy, "begin_turn"
             )
+    except ServiceUnavailable:
+        # An attempt may have committed before its answer was lost: free whatever it may have taken.
+        message = "the turn could not start"
+        await asyncio.shield(release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.message))
+        raise
     except DuplicateRequest as duplicate:
         previous = duplicate.run
         if previous.status == RunStatus.COMPLETED and previous.result is not None:
@@ -187,17 +200,28 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         await _maybe_compact(prepared)
     except BaseException as exc:
         code = exc.code if isinstance(exc, AgentError) else "internal_error"
-        await asyncio.shield(release_failed_run(deps, run, code, "the turn could not start", at_ms))
+        await asyncio.shield(release_failed_run(deps, run, code, "the turn could not start", at_ms, req.message))
         raise
     return prepared
 
 
-async def release_failed_run(deps: RunDeps, run: Run, code: str, message: str, at_ms: int) -> None:
+async def release_failed_run(
+    deps: RunDeps, run: Run, code: str, message: str, at_ms: int, question: str | None = None
+) -> None:
     """Record a run that cannot go on as failed and free its lease (best effort, retried; storage may be
-    the very thing failing, and then the lease, no longer renewed, expires on its own)."""
+    the very thing failing, and then the lease, no longer renewed, expires on its own).
+
+    A run that never streamed gets a replay of its question and its error.
+    """
     run.status, run.result = RunStatus.FAILED, None
     run.error_code, run.error_message = code, message
     run.ended_at = run.ended_at or at_ms
+    if run.snapshot is None:
+        events: list[Event] = [RunError(code=code, message=message)]
+        if question is not None:
+            events.insert(0, RequestQuery(message=question, agent_key=run.agent_key))
+        ids = (run.run_id, run.chat_id, run.request_id)
+        run.snapshot = [Envelope(e, seq, at_ms, *ids).wire() for seq, e in enumerate(events, start=1)]
     try:
         await retrying(lambda: deps.store.abandon_turn(run), RetryPolicy.of(deps.settings), "abandon_turn")
     except Exception:

@@ -10,6 +10,8 @@ Reads put the parts back (`restore`), so callers see whole items.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+from collections import OrderedDict
 
 from agent_core.observability import logger
 from agent_core.store.blob import BlobStore
@@ -23,6 +25,7 @@ INLINE_ITEM_BYTES = 256 * 1024
 MIN_SPILL_BYTES = 1024  # smaller values never move: they cannot be what makes an item too large
 _KEY_ATTRS = frozenset({PK, SK, *(i.pk for i in INDEXES), *(i.sk for i in INDEXES), SPILLED})
 _CONTENT_TYPE = "text/plain; charset=utf-8"
+_REMEMBERED = 256
 
 
 def spill_key(pk: str, sk: str, attr: str) -> str:
@@ -59,14 +62,33 @@ def plan_spill(item: Item, budget: int = INLINE_ITEM_BYTES) -> tuple[Item, dict[
     return out, objects
 
 
+def _digest(body: bytes) -> bytes:
+    return hashlib.blake2b(body, digest_size=16).digest()
+
+
 class Spiller:
     """Moves parts of large items to the blob store before writes and back after reads."""
 
     def __init__(self, blobs: BlobStore) -> None:
         self.blobs = blobs
+        # Objects this process stored, by key and digest: a retried write does not upload them again.
+        self._stored: OrderedDict[str, bytes] = OrderedDict()
 
     async def put_objects(self, objects: dict[str, bytes]) -> None:
-        await asyncio.gather(*(self.blobs.put(key, body, _CONTENT_TYPE) for key, body in objects.items()))
+        """Store the objects in parallel; every upload has finished (or failed) when this returns or raises."""
+        todo = {k: body for k, body in objects.items() if self._stored.get(k) != _digest(body)}
+        results = await asyncio.gather(
+            *(self.blobs.put(key, body, _CONTENT_TYPE) for key, body in todo.items()), return_exceptions=True
+        )
+        for (key, body), result in zip(todo.items(), results, strict=True):
+            if not isinstance(result, BaseException):
+                self._stored[key] = _digest(body)
+                self._stored.move_to_end(key)
+        while len(self._stored) > _REMEMBERED:
+            self._stored.popitem(last=False)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
 
     async def fit(self, item: Item) -> Item:
         """The item as it can be written, its large parts already stored."""

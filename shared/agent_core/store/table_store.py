@@ -261,6 +261,9 @@ class TableStore(HierarchyStore):
         lease_free = "activeRunId" not in meta or int(meta.get("leaseExpiresAt", 0)) < run.started_at
         if lease_free and meta.get("sessionId") != chat.session_id:
             raise SessionChanged(it.chat_from_item(meta))
+        if lease_free:
+            # The lease is free now: it moved between the write and this read. Not "in progress".
+            raise ServiceUnavailable("the chat changed while the turn began; try again")
 
     async def restart_turn(self, chat: Chat, previous: Run, run: Run, lease_ms: int) -> None:
         ops: list[WriteOp] = [
@@ -347,6 +350,9 @@ class TableStore(HierarchyStore):
         stored = await self.table.get(it.run_key(run.chat_id, run.run_id))
         if stored is None:
             return True  # deleted with its chat
+        if stored.get("status") == RunStatus.RUNNING.value:
+            # The condition holds again: it failed on a state that moved meanwhile (retried by the caller).
+            raise ServiceUnavailable("the run changed while it ended; try again")
         if stored.get("status") != run.status.value or stored.get("endedAt") != run.ended_at:
             logger.warning("run already ended", extra={"runId": run.run_id, "status": stored.get("status")})
         return True
@@ -360,15 +366,19 @@ class TableStore(HierarchyStore):
         await self.release_lease(run.chat_id, run.run_id)
 
     async def release_lease(self, chat_id: str, run_id: str) -> bool:
-        """Free the chat's lease if this run holds it; False when another run (or none) holds it."""
+        """Free the chat's lease if this run holds it; False when another run (or none) holds it.
+
+        A failed condition is checked by reading the META again: only a lease that is really not ours
+        is left alone (a conflict is not "another turn took it").
+        """
+        release = Update(remove=("activeRunId", "leaseExpiresAt"))
         try:
-            await self.table.update(
-                it.meta_key(chat_id),
-                Update(remove=("activeRunId", "leaseExpiresAt")),
-                Condition.of(eq("activeRunId", run_id)),
-            )
+            await self.table.update(it.meta_key(chat_id), release, Condition.of(eq("activeRunId", run_id)))
         except ConditionFailed:
-            return False
+            meta = await self.table.get(it.meta_key(chat_id))
+            if meta is None or meta.get("activeRunId") != run_id:
+                return False
+            raise ServiceUnavailable("the chat changed while its lease was released; try again") from None
         return True
 
     async def renew_lease(self, chat_id: str, run_id: str, expires_at: int) -> bool:
