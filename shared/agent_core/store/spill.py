@@ -75,20 +75,17 @@ class Spiller:
         self._stored: OrderedDict[str, bytes] = OrderedDict()
 
     async def put_objects(self, objects: dict[str, bytes]) -> None:
-        """Store the objects in parallel; every upload has finished (or failed) when this returns or raises."""
-        todo = {k: body for k, body in objects.items() if self._stored.get(k) != _digest(body)}
-        results = await asyncio.gather(
-            *(self.blobs.put(key, body, _CONTENT_TYPE) for key, body in todo.items()), return_exceptions=True
-        )
-        for (key, body), result in zip(todo.items(), results, strict=True):
-            if not isinstance(result, BaseException):
-                self._stored[key] = _digest(body)
-                self._stored.move_to_end(key)
-        while len(self._stored) > _REMEMBERED:
-            self._stored.popitem(last=False)
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
+        """Store the objects one after the other (a turn has a few at most, and nothing of a failed write is
+        left in flight when it raises); objects an earlier attempt already stored are not sent again."""
+        for key, body in objects.items():
+            digest = _digest(body)
+            if self._stored.get(key) == digest:
+                continue
+            await self.blobs.put(key, body, _CONTENT_TYPE)
+            self._stored[key] = digest
+            self._stored.move_to_end(key)
+            while len(self._stored) > _REMEMBERED:
+                self._stored.popitem(last=False)
 
     async def fit(self, item: Item) -> Item:
         """The item as it can be written, its large parts already stored."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 
@@ -81,7 +80,7 @@ class TableStore(HierarchyStore):
         """The items as they can be written: large parts already in the blob store (before any write)."""
         if self.spiller is None:
             return items
-        return list(await asyncio.gather(*(self.spiller.fit(i) for i in items)))
+        return [await self.spiller.fit(item) for item in items]
 
     async def _restore(self, items: list[Item]) -> list[Item]:
         return items if self.spiller is None else await self.spiller.restore(items)
