@@ -99,3 +99,16 @@ async def test_deleting_a_chat_removes_its_spilled_parts(harness: Harness) -> No
     assert (await harness.client.delete(f"/api/v1/conversations/{chat_id}")).status_code == 204
     assert s3.list_objects_v2(Bucket=bucket, Prefix=prefix).get("KeyCount", 0) == 0
     assert await _raw_items(harness, chat_id) == []
+
+
+async def test_a_stored_response_of_140000_cjk_characters_round_trips(harness: Harness) -> None:
+    # 140,000 characters are 420 KB in UTF-8: sized in bytes, the Response body goes to S3
+    answer = "长" * 140_000
+    harness.stub.enqueue(StubScript.text(*_pieces(answer)))
+    created = await harness.client.post("/v1/responses", json={"model": "main-agent", "input": "write"})
+    assert created.status_code == 200, created.text
+    body = created.json()
+    stored = await harness.client.get(f"/v1/responses/{body['id']}")
+    assert stored.status_code == 200
+    text = "".join(c["text"] for item in stored.json()["output"] for c in item.get("content", []) if "text" in c)
+    assert text == answer
