@@ -136,13 +136,15 @@ class FaultPlan:
             return None
         if self.kind == "timeout":
             raise ReadTimeoutError(endpoint_url=f"https://{service}.fault.test")
-        if self.kind == "conflict":
+        # A transaction reports throttling, conflicts and condition failures per item, as DynamoDB does.
+        reason = {
+            "throttle": "ThrottlingError",
+            "conflict": "TransactionConflict",
+            "conditional": "ConditionalCheckFailed",
+        }
+        if model.name == "TransactWriteItems" and self.kind in reason:
             reasons = ["None"] * len(params["TransactItems"])
-            reasons[_meta_index(params)] = "TransactionConflict"
-            return _response(400, _cancellation(reasons))
-        if self.kind == "conditional" and model.name == "TransactWriteItems":
-            reasons = ["None"] * len(params["TransactItems"])
-            reasons[_meta_index(params)] = "ConditionalCheckFailed"
+            reasons[_meta_index(params)] = reason[self.kind]
             return _response(400, _cancellation(reasons))
         status, code = _ANSWERS[service][self.kind]
         return _response(status, {"Error": {"Code": code, "Message": f"injected {self.kind}"}})
