@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from agent_core.domain.models import Role
 from tests.faults.harness import Harness, check_turn
 from tests.support.faults import KINDS_BY_SERVICE, WRITES, Call, FaultPlan, applies
 from tests.support.openai_stub import StubScript
@@ -67,3 +68,27 @@ async def test_storage_fault_at_every_call(harness: Harness, at: int, kind: str,
     elif times == 1:
         # A read botocore already retried fails the request before it streams: 503 + Retry-After.
         assert outcome in ("run.complete", "503 service_unavailable"), outcome
+
+
+@pytest.mark.parametrize(
+    ("at", "kind"),
+    [(2, "lost_response"), (2, "throttle"), (3, "timeout"), (4, "server_error"), (6, "throttle"), (6, "lost_response")],
+)
+async def test_the_client_retry_of_a_failed_turn_answers_with_the_message_stored_once(
+    harness: Harness, at: int, kind: str
+) -> None:
+    # Given a turn that failed for good (503 before the stream, or run.error at its end)
+    chat_id = await harness.new_chat()
+    _script(harness)
+    harness.inject(FaultPlan(kind=kind, at=at, times=WRITE_ATTEMPTS))
+    first = await harness.query(chat_id, QUESTION, "req-retry")
+    harness.heal()
+    assert first.status == 503 or (first.terminal is not None and first.terminal["type"] == "run.error")
+    # When the client sends the same request again (the model answers the same, if it is asked again)
+    _script(harness)
+    again = await harness.query(chat_id, QUESTION, "req-retry")
+    # Then it gets the answer (stored, or run again), and the question is stored exactly once
+    assert again.status == 200 and again.terminal is not None and again.terminal["type"] == "run.complete"
+    messages = await harness.store.messages_between(chat_id, None, None)
+    assert [m.content for m in messages if m.role == Role.USER] == [QUESTION]
+    assert [m.content for m in messages if m.role == Role.ASSISTANT and not m.tool_calls] == [ANSWER]

@@ -182,7 +182,12 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         if previous.status == RunStatus.RUNNING and lease_held:
             raise RunInProgress("this request is still running") from duplicate
         # A failed, cancelled or dead run: run again for the message already stored.
-        await deps.store.restart_turn(chat, previous, run, s.run_lease_ms)
+        try:
+            await deps.store.restart_turn(chat, previous, run, s.run_lease_ms)
+        except ServiceUnavailable:
+            message = "the turn could not start"
+            await asyncio.shield(release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.message))
+            raise
         restarted = True
     # The lease is ours from here: every way out but a returned turn releases it.
     try:
