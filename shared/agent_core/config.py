@@ -90,6 +90,12 @@ class Settings(BaseSettings):
     max_instructions_bytes: int = Field(65536, ge=1, alias="AGENT_MAX_INSTRUCTIONS_BYTES")
     # `dev` enables the dev job routes and AGENT_ALLOW_CLOCK_OVERRIDE; never honoured in Lambda.
     stage: str = Field("prod", min_length=1, max_length=32, alias="AGENT_STAGE")
+    # Streaming routes end with run.error `deadline_exceeded` after this long (below Lambda's 15 minutes).
+    stream_deadline_ms: int = Field(840000, alias="AGENT_STREAM_DEADLINE_MS")
+    # Writes that must not be lost (the end of a turn, taking the lease) try this often, backing off
+    # exponentially (with jitter) from the base delay.
+    store_write_attempts: int = Field(5, alias="AGENT_STORE_WRITE_ATTEMPTS")
+    store_retry_base_ms: int = Field(100, alias="AGENT_STORE_RETRY_BASE_MS")
 
     service_name: str = Field("agent-core", alias="POWERTOOLS_SERVICE_NAME")
     lambda_function_name: str = Field("", alias="AWS_LAMBDA_FUNCTION_NAME")

@@ -111,7 +111,7 @@ def build_context(
     table = table if table is not None else build_table(settings)
     if blobs is None:
         blobs = MemoryBlobStore() if isinstance(table, MemoryTable) else build_blobs(settings)
-    store: Store = TableStore(table)
+    store: Store = TableStore(table, blobs)
     registry = build_registry(settings)
     llm = llm if llm is not None else build_llm(settings, registry)
     handlers: list[JobHandlers] = []

@@ -76,3 +76,28 @@ class LlmRejectedTools(LlmUnavailable):
     """The provider refused the request because of its `tools` (HTTP 400 naming them)."""
 
     code = "llm_rejected_tools"
+
+
+class ServiceUnavailable(AgentError):
+    """Storage (or another AWS service) is throttling, failing or timing out: retryable, 503 + Retry-After."""
+
+    code = "service_unavailable"
+    status = 503
+    type = "server_error"
+    retry_after_s = 1
+
+
+class DeadlineExceeded(AgentError):
+    """The turn ran out of time (model hang, a long Retry-After): no answer, 504."""
+
+    code = "deadline_exceeded"
+    status = 504
+    type = "server_error"
+
+
+def error_for_code(code: str, message: str) -> AgentError:
+    """The AgentError a run's `run.error` code stands for (blocking routes answer with its status)."""
+    for kind in (LlmRejectedTools, LlmUnavailable, ServiceUnavailable, DeadlineExceeded):
+        if kind.code == code:
+            return kind(message)
+    return AgentError(message, code=code)

@@ -219,14 +219,15 @@ async def test_max_steps_bounds_model_calls() -> None:
     assert len(llm.requests) == 8 and len(body["toolCalls"]) == 8
 
 
-async def test_turn_deadline_ends_the_turn_cleanly_with_what_was_said() -> None:
+async def test_turn_deadline_is_504_deadline_exceeded_and_stores_no_partial_answer() -> None:
     llm = ScriptedLlm(Reply(text="partial answer", hang=True))
     async with _client(_context(llm, AGENT_TURN_DEADLINE_MS="100")) as client:
         cid = await _conversation(client)
         response = await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "slow"})
-        assert response.status_code == 200
-        assert response.json()["finishReason"] == "deadline"
-        assert response.json()["assistantMessage"] == "partial"
+        # An outage is not an answer: an error status with a stable code, never a 200 with ""
+        assert response.status_code == 504
+        assert response.json()["error"]["code"] == "deadline_exceeded"
+        assert [m["role"] for m in await _messages(client, cid)] == ["USER"]
         assert (await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "next"})).status_code == 200
 
 

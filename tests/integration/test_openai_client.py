@@ -177,13 +177,24 @@ async def test_429_then_success_honours_retry_after(
     assert len(openai_stub.requests) == 2
 
 
-async def test_retry_after_is_capped_and_backoff_is_bounded(
+async def test_retry_after_is_honoured_and_backoff_is_bounded(
     openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: SleepRecorder
 ) -> None:
-    openai_stub.enqueue(StubScript.error(429, retry_after=3600), StubScript.error(503), StubScript.text("ok"))
+    openai_stub.enqueue(StubScript.error(429, retry_after=7), StubScript.error(503), StubScript.text("ok"))
     await collect(llm)
-    assert sleep.calls[0] == 20.0
+    assert sleep.calls[0] == 7.0
     assert 0.5 <= sleep.calls[1] <= 1.0  # second retry: base 0.5 * 2, with jitter in [half, full]
+
+
+async def test_a_retry_after_longer_than_the_cap_fails_at_once(
+    openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: SleepRecorder
+) -> None:
+    # Waiting an hour would hold the turn past any deadline: llm_unavailable now, saying when to retry
+    openai_stub.enqueue(StubScript.error(429, retry_after=3600))
+    with pytest.raises(LlmUnavailable) as info:
+        await collect(llm)
+    assert sleep.calls == [] and len(openai_stub.requests) == 1
+    assert "429" in info.value.message and "retry after 3600s" in info.value.message
 
 
 async def test_persistent_500_gives_llm_unavailable_after_max_retries(

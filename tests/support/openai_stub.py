@@ -74,6 +74,8 @@ class StubScript:
     chunk_delay_s: float = 0.0
     abort_after: int | None = None
     before_chunk: Callable[[int], None] | None = None  # called before chunk n >= 1 (lockstep tests)
+    done: bool = True  # end with `data: [DONE]` (False: the body just ends, properly terminated)
+    garble_at: int | None = None  # chunk n is sent as broken JSON
 
     @classmethod
     def text(
@@ -192,11 +194,13 @@ class _Handler(BaseHTTPRequestHandler):
                 script.before_chunk(seq)
             if seq and script.chunk_delay_s:
                 time.sleep(script.chunk_delay_s)
-            self._write_event(json.dumps(chunk.to_json(seq, model)))
+            data = json.dumps(chunk.to_json(seq, model))
+            self._write_event(data[: len(data) // 2] if seq == script.garble_at else data)
         if script.abort_after is not None and script.abort_after <= len(script.chunks):
             self.close_connection = True
             return
-        self._write_event("[DONE]")
+        if script.done:
+            self._write_event("[DONE]")
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 

@@ -37,7 +37,9 @@ async def _agent_error(request: Request, exc: Exception) -> JSONResponse:
     body = error_body(exc.code, exc.message, exc.type, exc.param)
     if exc.data is not None:
         body["data"] = exc.data
-    return JSONResponse(body, status_code=status)
+    retry_after = getattr(exc, "retry_after_s", None)
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def _media_type(request: Request) -> str:

@@ -28,6 +28,10 @@ _REASONS = {429: "rate limited", 500: "server error", 502: "bad gateway", 503: "
 _SECRET_KEYS = ("api_key", "apiKey", "OPENAI_API_KEY", "key")
 
 
+class StreamTruncated(Exception):
+    """The upstream stream closed before a finish reason."""
+
+
 class OpenAiLlmClient:
     """Streams Chat Completions from OpenAI or Azure OpenAI with bounded, pre-stream-only retries."""
 
@@ -59,7 +63,7 @@ class OpenAiLlmClient:
         max_retries = max(0, self._settings.llm_max_retries)
         attempt = 0
         while True:
-            started = False
+            started = finished = False
             try:
                 upstream = await self._create(client, request)
                 async with upstream:
@@ -68,12 +72,26 @@ class OpenAiLlmClient:
                         if delta is None:
                             continue
                         started = True
+                        finished = finished or delta.finish_reason is not None
                         yield delta
+                if not finished:
+                    # Closed without a finish reason (and without [DONE]): a cut, not an answer.
+                    raise StreamTruncated("the stream ended before the model finished (no finish_reason)")
                 return
             except openai.OpenAIError as exc:
                 if rejects_tools(exc, request):
                     raise LlmRejectedTools(self._describe(exc, attempt, started)) from exc
+                wait = retry_after_seconds(exc)
+                if wait is not None and wait > RETRY_AFTER_CAP_S and is_retryable(exc):
+                    # Waiting that long would hold the turn past its deadline: fail now, say when to retry.
+                    raise LlmUnavailable(f"{self._describe(exc, attempt, started)}; retry after {wait:g}s") from exc
                 if started or not is_retryable(exc) or attempt >= max_retries:
+                    raise LlmUnavailable(self._describe(exc, attempt, started)) from exc
+                await self._sleep(self._delay(exc, attempt))
+                attempt += 1
+            except Exception as exc:
+                # Garbled or truncated upstream data (not a documented API error): the provider failed.
+                if started or attempt >= max_retries:
                     raise LlmUnavailable(self._describe(exc, attempt, started)) from exc
                 await self._sleep(self._delay(exc, attempt))
                 attempt += 1
@@ -136,7 +154,7 @@ class OpenAiLlmClient:
                 raise LlmUnavailable(f"LLM API key secret could not be read: {type(exc).__name__}") from exc
         return _NO_KEY
 
-    def _delay(self, exc: openai.OpenAIError, attempt: int) -> float:
+    def _delay(self, exc: Exception, attempt: int) -> float:
         """Retry-After when the server sent one (capped), else capped exponential backoff with jitter."""
         retry_after = retry_after_seconds(exc)
         if retry_after is not None:
@@ -144,7 +162,7 @@ class OpenAiLlmClient:
         ceiling = min(BACKOFF_CAP_S, BACKOFF_BASE_S * (2**attempt))
         return ceiling / 2 + self._rng() * ceiling / 2
 
-    def _describe(self, exc: openai.OpenAIError, attempt: int, started: bool) -> str:
+    def _describe(self, exc: Exception, attempt: int, started: bool) -> str:
         """A readable failure message that never contains the API key."""
         message = f"LLM request failed: {describe_error(exc, self._settings.llm_timeout_s)}"
         if started:
@@ -211,7 +229,9 @@ def describe_error(exc: BaseException, timeout_s: float) -> str:
         return f"{exc.status_code} {reason}".strip()
     if isinstance(exc, openai.APIError):
         return f"upstream error: {_upstream_message(exc)}"
-    return type(exc).__name__
+    if isinstance(exc, StreamTruncated):
+        return str(exc)
+    return f"malformed upstream stream ({type(exc).__name__})"
 
 
 def _upstream_message(exc: openai.APIError) -> str:

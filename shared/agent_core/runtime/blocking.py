@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agent_core.domain.events import RunError
 from agent_core.domain.models import TurnResult
-from agent_core.errors import AgentError, LlmUnavailable
+from agent_core.errors import error_for_code
 from agent_core.runtime.deps import RunDeps
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import TurnRequest, prepare_turn
@@ -20,8 +20,7 @@ async def run_blocking(deps: RunDeps, request: TurnRequest) -> TurnResult:
         if isinstance(envelope.event, RunError):
             error = envelope.event
     if error is not None:
-        if error.code == LlmUnavailable.code:
-            raise LlmUnavailable(error.message)
-        raise AgentError(error.message, code=error.code)
+        # 502 llm_unavailable, 503 service_unavailable, 504 deadline_exceeded, ...: never a 200.
+        raise error_for_code(error.code, error.message)
     assert prepared.result is not None
     return prepared.result

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+from agent_core.observability import logger
 from agent_core.store.base import Store
 
 POLL_INTERVAL_S = 0.5
+MAX_POLL_INTERVAL_S = 4.0
 
 
 class RunCancelled(Exception):
@@ -46,6 +48,7 @@ class CancelWatch:
         self.event = event
         self.reason = "cancel_requested"
         self._task: asyncio.Task[None] | None = None
+        self.failed_reads = 0
 
     def start(self) -> None:
         if self._task is None:
@@ -53,11 +56,21 @@ class CancelWatch:
 
     async def _watch(self) -> None:
         # One cheap read of the RUN item per interval, never one per delta; a fast turn reads nothing.
+        # A failed read is logged and the watch goes on, backing off while reads keep failing.
+        interval = POLL_INTERVAL_S
         while not self.event.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.event.wait(), POLL_INTERVAL_S)
+                await asyncio.wait_for(self.event.wait(), interval)
                 return
-            if await self._store.is_cancel_requested(self._chat_id, self._run_id):
+            try:
+                requested = await self._store.is_cancel_requested(self._chat_id, self._run_id)
+            except Exception as exc:
+                self.failed_reads += 1
+                interval = min(interval * 2, MAX_POLL_INTERVAL_S)
+                logger.warning("cancel watch read failed", extra={"runId": self._run_id, "error": type(exc).__name__})
+                continue
+            interval = POLL_INTERVAL_S
+            if requested:
                 self.event.set()
 
     def raise_if_cancelled(self) -> None:

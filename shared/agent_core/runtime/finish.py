@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,10 +10,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from agent_core.domain.events import Event, RunError
 from agent_core.domain.ids import sortable_id
 from agent_core.domain.models import Message, Role, RunStatus, ToolCallRecord, TurnResult, Usage
-from agent_core.observability import logger, metrics
-from agent_core.runtime.turn import PreparedTurn
-
-SNAPSHOT_INLINE_BYTES = 300 * 1024
+from agent_core.observability import metrics
+from agent_core.runtime.turn import PreparedTurn, release_failed_run
+from agent_core.store.retry import RetryPolicy, retrying
 
 
 @dataclass
@@ -30,28 +28,10 @@ class RunOutcome:
 
 
 def snapshot_prefix(chat_id: str) -> str:
-    """Every spilled replay snapshot of one chat (deleted with the chat)."""
+    """Replay snapshots spilled by earlier versions (`snapshots/{chat}/`): deleted with the chat.
+
+    Large parts of items now spill under `spill/` (store/spill.py), which the store deletes itself."""
     return f"snapshots/{chat_id}/"
-
-
-def snapshot_key(chat_id: str, run_id: str) -> str:
-    return f"{snapshot_prefix(chat_id)}{run_id}.json"
-
-
-async def _store_snapshot(turn: PreparedTurn, entries: list[dict[str, Any]]) -> None:
-    run, blobs = turn.run, turn.deps.blobs
-    encoded = json.dumps(entries, ensure_ascii=False).encode()
-    if len(encoded) <= SNAPSHOT_INLINE_BYTES:
-        run.snapshot = entries
-        return
-    if blobs is not None:
-        key = snapshot_key(run.chat_id, run.run_id)
-        await blobs.put(key, encoded, "application/json")
-        run.snapshot_key, run.snapshot = key, None
-        return
-    # No blob store (store:false): keep the envelope of the run, not its text.
-    logger.warning("snapshot too large to keep inline", extra={"runId": run.run_id, "bytes": len(encoded)})
-    run.snapshot = [e for e in entries if not str(e.get("type", "")).endswith(".snapshot")]
 
 
 async def persist_run(
@@ -62,7 +42,11 @@ async def persist_run(
     finish_reason: str,
     entries: list[dict[str, Any]],
 ) -> None:
-    """Write messages, the run record and snapshot, and release the lease, in one transaction."""
+    """Write messages, the run record and snapshot, and release the lease, in one transaction.
+
+    Retried with backoff on transient storage failures (the write is idempotent); raises when it finally
+    fails, and the caller then ends the run with `run.error` and `abandon_run`.
+    """
     run = turn.run
     run.status = status
     run.usage = outcome.usage
@@ -81,16 +65,28 @@ async def persist_run(
             run_id=run.run_id,
             chat_id=run.chat_id,
         )
-        turn.result = run.result
     elif status == RunStatus.CANCELLED and outcome.partial_text:
         # A cancelled answer is kept as far as it went: the user saw it.
         messages = [*messages, _assistant(turn, outcome.partial_text)]
     else:
         # No half-written assistant message after a failure; complete tool-call/result pairs stay.
         messages = [m for m in messages if m.role != Role.ASSISTANT or m.tool_calls]
-    await _store_snapshot(turn, entries)
-    await turn.deps.store.finish_turn(run, messages, run.ended_at)
+    run.snapshot = entries  # the store moves it (and any large message part) to S3 when it could not fit
+    # Everything above is fixed before the first attempt (ids, times), so every retry writes the same items.
+    policy = RetryPolicy.of(turn.deps.settings)
+    await retrying(lambda: turn.deps.store.finish_turn(run, messages, run.ended_at or 0), policy, "finish_turn")
+    turn.result = run.result
     _emit_metrics(turn)
+
+
+async def abandon_run(turn: PreparedTurn, error: RunError, entries: list[dict[str, Any]]) -> None:
+    """The end could not be stored: record the run as failed with a small snapshot and free the lease.
+
+    Best effort (storage may still be failing): the lease then expires on its own, as it is no longer renewed.
+    """
+    turn.run.snapshot = entries
+    turn.result = None
+    await release_failed_run(turn.deps, turn.run, error.code, error.message, turn.clock_ms())
 
 
 def _assistant(turn: PreparedTurn, text: str) -> Message:

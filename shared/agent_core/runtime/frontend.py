@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from agent_core.domain.models import Wait, WaitStatus
+from agent_core.observability import logger
 from agent_core.store.base import Store
 
 FIRST_POLL_S = 0.05
@@ -33,7 +34,11 @@ class StoreFrontendBridge:
         delay = FIRST_POLL_S
         while True:
             await asyncio.sleep(max(0.0, min(delay, deadline - time.monotonic())))
-            wait = await self._store.get_wait(self._run_id, tool_call_id)
+            try:
+                wait = await self._store.get_wait(self._run_id, tool_call_id)
+            except Exception as exc:  # one failed read does not end the wait: poll again
+                logger.warning("frontend wait read failed", extra={"runId": self._run_id, "error": type(exc).__name__})
+                wait = None
             if wait is not None and wait.status == WaitStatus.SUBMITTED:
                 return wait.params if isinstance(wait.params, dict) else {"value": wait.params}
             if time.monotonic() >= deadline:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -38,7 +39,7 @@ from agent_core.domain.events import (
 )
 from agent_core.domain.ids import sortable_id
 from agent_core.domain.models import Message, Role, RunStatus, ToolCall, ToolCallRecord, ToolStatus
-from agent_core.errors import AgentError
+from agent_core.errors import AgentError, DeadlineExceeded
 from agent_core.llm.base import LlmRequest
 from agent_core.memory.window import build_window, to_chat_message
 from agent_core.observability import logger
@@ -46,8 +47,9 @@ from agent_core.protocol.envelope import Envelope, EventAssembler
 from agent_core.protocol.replay import SnapshotBuilder
 from agent_core.runtime.cancel import CancelWatch, RunCancelled
 from agent_core.runtime.executor import execute_parallel
-from agent_core.runtime.finish import RunOutcome, persist_run
+from agent_core.runtime.finish import RunOutcome, abandon_run, persist_run
 from agent_core.runtime.frontend import StoreFrontendBridge
+from agent_core.runtime.lease import LeaseKeeper
 from agent_core.runtime.step import StepAssembler
 from agent_core.runtime.toolset import Toolset, build_toolset
 from agent_core.runtime.turn import PreparedTurn
@@ -61,7 +63,7 @@ _tool_events = (ToolStart, ToolArgs, ActionStart, ActionArgs)
 
 
 class DeadlineReached(Exception):
-    """The turn deadline passed: the turn ends cleanly with finishReason `deadline`."""
+    """The turn deadline passed: the turn ends with run.error `deadline_exceeded`."""
 
 
 class TurnRunner:
@@ -77,10 +79,14 @@ class TurnRunner:
         self.assembler = EventAssembler(self.run.run_id, self.run.chat_id, self.run.request_id)
         self.snapshot = SnapshotBuilder()
         self.started = time.monotonic()
-        deadline_ms = turn.request.deadline_ms
+        # Buffered routes pass their own deadline; streams get the stream deadline (below Lambda's limit).
+        deadline_ms = turn.request.deadline_ms or self.deps.settings.stream_deadline_ms
         self.deadline = self.started + deadline_ms / 1000 if deadline_ms else None
         local = self.deps.cancels.register(self.run.run_id)
         self.cancel = CancelWatch(self.deps.store, self.run.chat_id, self.run.run_id, local)
+        self.lease = LeaseKeeper(
+            self.deps.store, self.run.chat_id, self.run.run_id, self.deps.settings.run_lease_ms, turn.clock_ms
+        )
         self.bridge = StoreFrontendBridge(self.deps.store, self.run.run_id, self.run.user_id)
         self.finish_reason = "stop"
         self.last: StepAssembler | None = None
@@ -106,6 +112,7 @@ class TurnRunner:
 
         turn, run = self.turn, self.run
         self.cancel.start()
+        self.lease.start()
         mcp_run = None
         try:
             preamble: list[Event] = [RequestQuery(message=turn.request.message, agent_key=turn.agent.key)]
@@ -127,8 +134,10 @@ class TurnRunner:
                         yield envelope
                 terminal, status = RunComplete.of(self.finish_reason, self.outcome.usage), RunStatus.COMPLETED
             except DeadlineReached:
+                # An outage must not look like an answer: no partial text is stored as one.
                 self.finish_reason = "deadline"
-                terminal, status = RunComplete.of("deadline", self.outcome.usage), RunStatus.COMPLETED
+                message = "the turn ran out of time before the model finished"
+                terminal, status = RunError(code=DeadlineExceeded.code, message=message), RunStatus.FAILED
             except RunCancelled as cancelled:
                 terminal, status = RunCancel(reason=cancelled.reason), RunStatus.CANCELLED
             except AgentError as error:
@@ -138,25 +147,39 @@ class TurnRunner:
                 message = f"the run failed unexpectedly ({type(exc).__name__})"
                 terminal, status = RunError(code="internal_error", message=message), RunStatus.FAILED
             envelopes = self._emit(terminal)
-            await self._end(status, terminal)
-            for envelope in envelopes:
+            # Shielded: a client that goes away while the end is being stored does not interrupt it.
+            for envelope in await asyncio.shield(self._end(status, terminal, envelopes)):
                 yield envelope
         except (GeneratorExit, asyncio.CancelledError):
             # The client went away (visible locally): the run stops and keeps what it had.
             if not self._ended:
                 terminal = RunCancel(reason=DISCONNECTED)
-                self._emit(terminal)
-                await asyncio.shield(self._end(RunStatus.CANCELLED, terminal))
+                await asyncio.shield(self._end(RunStatus.CANCELLED, terminal, self._emit(terminal)))
             raise
         finally:
+            await self.lease.stop()
             await self.cancel.stop()
             self.deps.cancels.unregister(run.run_id)
             if mcp_run is not None:
                 await mcp_run.aclose()
 
-    async def _end(self, status: RunStatus, terminal: Event) -> None:
+    async def _end(self, status: RunStatus, terminal: Event, envelopes: list[Envelope]) -> list[Envelope]:
+        """Store the run's end; the envelopes to send last (the terminal one replaced if that failed)."""
         self._ended = True
-        await persist_run(self.turn, self.outcome, status, terminal, self.finish_reason, self.snapshot.entries())
+        await self.lease.stop()  # no renewal may race the release
+        entries = self.snapshot.entries()
+        try:
+            await persist_run(self.turn, self.outcome, status, terminal, self.finish_reason, entries)
+            return envelopes
+        except Exception as exc:
+            logger.exception("the end of the run could not be stored", extra={"runId": self.run.run_id})
+            code = exc.code if isinstance(exc, AgentError) else "internal_error"
+            error = RunError(code=code, message="the answer could not be stored; please ask again")
+        # The terminal event was not sent yet: the client gets the error in its place, with its seq.
+        final = dataclasses.replace(envelopes[-1], event=error)
+        kept = [e for e in entries if e["type"] in ("request.query", "chat.start", "run.start")]
+        await abandon_run(self.turn, error, [*kept, final.wire()])
+        return [*envelopes[:-1], final]
 
     # ----- waiting, with the deadline and cancellation -----
 

@@ -2,28 +2,39 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from agent_core.domain.events import Event
+from agent_core.domain.events import Event, RequestQuery, RunError
 from agent_core.domain.ids import new_chat_id, new_run_id, now_ms, sortable_id
 from agent_core.domain.jobs import CompactJob
 from agent_core.domain.models import Chat, Kind, Message, Profile, Role, Run, RunStatus, Summary, TurnResult
 from agent_core.domain.sessions import SessionPlan
 from agent_core.domain.text import utf8_size
-from agent_core.errors import InvalidRequest, NotFound, PayloadTooLarge, RunInProgress
+from agent_core.errors import (
+    AgentError,
+    InvalidRequest,
+    NotFound,
+    PayloadTooLarge,
+    RunInProgress,
+    ServiceUnavailable,
+)
 from agent_core.memory.calendar import to_ms, zone
 from agent_core.memory.compaction import CompactionPolicy, needs_compaction
 from agent_core.memory.profile import profile_block
 from agent_core.memory.sessions import plan_session
 from agent_core.memory.time_query import TimeRange, detect
+from agent_core.observability import logger
+from agent_core.protocol.envelope import Envelope
 from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.deps import RunDeps
 from agent_core.runtime.recall import time_query_path
 from agent_core.store.base import DuplicateRequest, RecentMessages, SessionChanged
+from agent_core.store.retry import RetryPolicy, retrying
 
 CHAT_NAME_CHARS = 30
 FastPath = Callable[[Any], AsyncIterator[Event]]
@@ -150,14 +161,26 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
     )
     idle_ms = s.idle_timeout_minutes * 60_000
     plan = plan_session(chat, at_ms, tz, idle_ms, new_chat=created)
+    policy = RetryPolicy.of(s)
+    restarted = False
     try:
         try:
-            await deps.store.begin_turn(chat, run, user_message, s.run_lease_ms, plan)
+            # Retried on throttling/timeouts: begin_turn recognises its own earlier commit.
+            await retrying(
+                lambda: deps.store.begin_turn(chat, run, user_message, s.run_lease_ms, plan), policy, "begin_turn"
+            )
         except SessionChanged as changed:
             # The idle job closed the session between our read and write: plan again from the new META.
             chat = changed.chat
             plan = plan_session(chat, at_ms, tz, idle_ms)
-            await deps.store.begin_turn(chat, run, user_message, s.run_lease_ms, plan)
+            await retrying(
+                lambda: deps.store.begin_turn(chat, run, user_message, s.run_lease_ms, plan), policy, "begin_turn"
+            )
+    except ServiceUnavailable:
+        # An attempt may have committed before its answer was lost: free whatever it may have taken.
+        message = "the turn could not start"
+        await asyncio.shield(release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.message))
+        raise
     except DuplicateRequest as duplicate:
         previous = duplicate.run
         if previous.status == RunStatus.COMPLETED and previous.result is not None:
@@ -166,21 +189,56 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         if previous.status == RunStatus.RUNNING and lease_held:
             raise RunInProgress("this request is still running") from duplicate
         # A failed, cancelled or dead run: run again for the message already stored.
-        await deps.store.restart_turn(chat, previous, run, s.run_lease_ms)
-    else:
-        await _after_begin(deps, chat, plan, at_ms)
-    after = summary.covers_message_id if summary else None
-    history = await deps.store.recent_messages(chat.chat_id, after, history_limit(deps))
-    prepared = PreparedTurn(
-        deps, req, chat, agent, run, summary, history, created_chat=created, timezone=tz.key, at_ms=at_ms
-    )
-    prepared.extra_system = [b for b in (profile_block(profile),) if b]
-    span = detect(req.message, tz.key, datetime.fromtimestamp(at_ms / 1000, UTC))
-    if span is not None:
-        prepared.fast_path = time_query_path(span)
-        prepared.time_query = span
-    await _maybe_compact(prepared)
+        try:
+            await deps.store.restart_turn(chat, previous, run, s.run_lease_ms)
+        except ServiceUnavailable:
+            message = "the turn could not start"
+            await asyncio.shield(release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.message))
+            raise
+        restarted = True
+    # The lease is ours from here: every way out but a returned turn releases it.
+    try:
+        if not restarted:
+            await _after_begin(deps, chat, plan, at_ms)
+        after = summary.covers_message_id if summary else None
+        history = await deps.store.recent_messages(chat.chat_id, after, history_limit(deps))
+        prepared = PreparedTurn(
+            deps, req, chat, agent, run, summary, history, created_chat=created, timezone=tz.key, at_ms=at_ms
+        )
+        prepared.extra_system = [b for b in (profile_block(profile),) if b]
+        span = detect(req.message, tz.key, datetime.fromtimestamp(at_ms / 1000, UTC))
+        if span is not None:
+            prepared.fast_path = time_query_path(span)
+            prepared.time_query = span
+        await _maybe_compact(prepared)
+    except BaseException as exc:
+        code = exc.code if isinstance(exc, AgentError) else "internal_error"
+        await asyncio.shield(release_failed_run(deps, run, code, "the turn could not start", at_ms, req.message))
+        raise
     return prepared
+
+
+async def release_failed_run(
+    deps: RunDeps, run: Run, code: str, message: str, at_ms: int, question: str | None = None
+) -> None:
+    """Record a run that cannot go on as failed and free its lease (best effort, retried; storage may be
+    the very thing failing, and then the lease, no longer renewed, expires on its own).
+
+    A run that never streamed gets a replay of its question and its error.
+    """
+    run.status, run.result = RunStatus.FAILED, None
+    run.error_code, run.error_message = code, message
+    run.ended_at = run.ended_at or at_ms
+    if run.snapshot is None:
+        events: list[Event] = [RunError(code=code, message=message)]
+        if question is not None:
+            events.insert(0, RequestQuery(message=question, agent_key=run.agent_key))
+        ids = (run.run_id, run.chat_id, run.request_id)
+        run.snapshot = [Envelope(e, seq, at_ms, *ids).wire() for seq, e in enumerate(events, start=1)]
+    try:
+        await retrying(lambda: deps.store.abandon_turn(run), RetryPolicy.of(deps.settings), "abandon_turn")
+    except Exception:
+        logger.exception("could not release the run's lease", extra={"runId": run.run_id})
 
 
 async def _after_begin(deps: RunDeps, chat: Chat, plan: SessionPlan, at_ms: int) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
+from agent_core.errors import ServiceUnavailable
 from agent_core.store.aws_client import ThreadedAwsClient
 from agent_core.store.schema import INDEXES, PK, SK
 from agent_core.store.table import (
@@ -28,6 +29,10 @@ from agent_core.store.table import (
     UpdateOp,
     WriteOp,
 )
+
+CONDITION_FAILED = "ConditionalCheckFailed"
+# Cancellation reasons of a transaction that say "try again later", not "your conditions failed".
+TRANSIENT_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "TransactionConflict"})
 
 _ser = TypeSerializer()
 _de = TypeDeserializer()
@@ -267,6 +272,10 @@ class DynamoTable(ThreadedAwsClient):
                 raise
             reasons = exc.response.get("CancellationReasons") or []
             codes = [r.get("Code") if r.get("Code") not in (None, "None") else None for r in reasons]
+            if CONDITION_FAILED not in codes and any(c in TRANSIENT_REASONS for c in codes):
+                # Throttled or in conflict with another transaction: nothing was written, and a later
+                # attempt may succeed. Not a condition failure (which would read as "lease held").
+                raise ServiceUnavailable(f"storage is unavailable (transaction cancelled: {codes})") from exc
             raise TransactionFailed(codes or ["unknown"]) from exc
 
     async def batch_delete(self, keys: list[Key]) -> None:

@@ -189,7 +189,14 @@ def message_from_item(item: Item) -> Message:
     )
 
 
-def run_to_item(run: Run) -> Item:
+ANSWER_ID = "answerMessageId"
+
+
+def run_to_item(run: Run, answer_id: str | None = None) -> Item:
+    """The RUN item; with `answer_id` its stored result names the ASSISTANT message instead of copying it."""
+    result = run.result
+    if result is not None and answer_id is not None:
+        result = result.model_copy(update={"assistant_message": ""})
     item: Item = {
         **run_key(run.chat_id, run.run_id),
         "runId": run.run_id,
@@ -207,7 +214,8 @@ def run_to_item(run: Run) -> Item:
         "firstTokenMs": run.first_token_ms,
         "errorCode": run.error_code,
         "errorMessage": run.error_message,
-        "result": run.result.model_dump_json() if run.result else None,
+        "result": result.model_dump_json() if result else None,
+        ANSWER_ID: answer_id if result is not None else None,
         "snapshot": json.dumps(run.snapshot, ensure_ascii=False) if run.snapshot is not None else None,
         "snapshotKey": run.snapshot_key,
         "cancelRequested": True if run.cancel_requested else None,

@@ -9,13 +9,14 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agent_core.store.blob import BlobStore
+from agent_core.store.item_size import item_size
 from agent_core.store.schema import PK, SK, TTL_ATTRIBUTE
+from agent_core.store.spill import INLINE_ITEM_BYTES
 from agent_core.store.table import Condition, ConditionFailed, Item, Key, Table, Update, eq, exists, not_exists
 
 META = "META"
 CONVERSATION_SK = "OPENAI#CONVERSATION"  # beside the chat's META: deleted with the chat
 RESPONSE_TTL_S = 30 * 24 * 3600  # retrievable for 30 days, as OpenAI keeps responses
-SPILL_BYTES = 300 * 1024  # DynamoDB items stop at 400 KB: larger bodies go to the blob store
 ACTIVE = ("queued", "in_progress")
 CANCELLED = "cancelled"
 
@@ -84,7 +85,8 @@ class ResponseStore:
             TTL_ATTRIBUTE: record.created_at + RESPONSE_TTL_S,
             "request": _dumps(record.request) if record.request is not None else None,
         }
-        if self.blobs is not None and sum(len(v) for v in body.values()) > SPILL_BYTES:
+        # Measured as DynamoDB does (names and UTF-8 values), not in characters: CJK text is 3 bytes each.
+        if self.blobs is not None and item_size({**item, **body}) > INLINE_ITEM_BYTES:
             await self.blobs.put(blob_key(record.response_id), _dumps(body).encode(), "application/json")
             item["bodyKey"] = blob_key(record.response_id)
         else:

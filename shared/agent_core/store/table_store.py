@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from agent_core.domain.models import (
     Chat,
     Message,
+    Role,
     Run,
     RunPointer,
     RunStatus,
@@ -17,7 +18,8 @@ from agent_core.domain.models import (
     WaitStatus,
 )
 from agent_core.domain.sessions import DAYMARK_TTL_S, SessionPlan
-from agent_core.errors import InvalidRequest, RunInProgress
+from agent_core.errors import InvalidRequest, RunInProgress, ServiceUnavailable
+from agent_core.observability import logger
 from agent_core.store import items as it
 from agent_core.store.base import (
     ChatPage,
@@ -27,9 +29,12 @@ from agent_core.store.base import (
     SessionChanged,
     TurnContext,
 )
+from agent_core.store.blob import BlobStore
 from agent_core.store.cursor import decode_cursor, encode_cursor
 from agent_core.store.hierarchy import HierarchyStore
+from agent_core.store.item_size import item_size
 from agent_core.store.schema import GSI1, GSI2, GSI3, PK, SK
+from agent_core.store.spill import Spiller, chat_spill_prefix
 from agent_core.store.table import (
     Condition,
     ConditionFailed,
@@ -50,6 +55,11 @@ from agent_core.store.table import (
 )
 
 _TRANSACT_LIMIT = 100
+CONDITION_FAILED = "ConditionalCheckFailed"
+STALE = "lease_expired"  # the errorCode of a run the idle job failed because its lease ran out
+_STILL_RUNNING = Condition(((eq("status", RunStatus.RUNNING.value), eq("errorCode", STALE)),))
+_TRANSACT_BYTES = 3_500_000  # DynamoDB caps a transaction at 4 MB of items; keep a margin for expressions
+_OP_OVERHEAD = 1024  # a condition or update expression, its names and values
 _MESSAGES = SkRange(begins_with=it.MSG_PREFIX)
 
 
@@ -63,8 +73,19 @@ def _checked_cursor(cursor: str | None, attr: str, expected: str) -> Item | None
 class TableStore(HierarchyStore):
     """The Store port over one table."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: Table, blobs: BlobStore | None = None) -> None:
         self.table = table
+        # With a blob store, items that could cross DynamoDB's 400 KB limit keep large parts in it.
+        self.spiller = Spiller(blobs) if blobs is not None else None
+
+    async def _fit(self, items: list[Item]) -> list[Item]:
+        """The items as they can be written: large parts already in the blob store (before any write)."""
+        if self.spiller is None:
+            return items
+        return [await self.spiller.fit(item) for item in items]
+
+    async def _restore(self, items: list[Item]) -> list[Item]:
+        return items if self.spiller is None else await self.spiller.restore(items)
 
     async def create_chat(self, chat: Chat) -> Chat:
         await self.table.put(it.chat_to_item(chat), Condition.of(not_exists(PK)))
@@ -91,6 +112,9 @@ class TableStore(HierarchyStore):
         """Every item of the chat; retryable: each step leaves what finds the rest (see runtime.chat_deletion)."""
         if await self.get_chat(chat_id, user_id) is None:
             return False
+        if self.spiller is not None:
+            # Spilled parts first: a failure half-way leaves the chat listed, and deleting it again works.
+            await self.spiller.blobs.delete_prefix(chat_spill_prefix(chat_id))
         keys = [{PK: i[PK], SK: i[SK]} async for i in self._partition(it.chat_pk(chat_id)) if i[SK] != it.META]
         # Each run's own partition (pointer, frontend waits) before the chat's RUN item that leads to it,
         # the chat's items next, META last: a failure at any point leaves the path to what is still there.
@@ -137,7 +161,8 @@ class TableStore(HierarchyStore):
         pk = it.chat_pk(chat_id)
         start = _checked_cursor(cursor, PK, pk)
         page = await self.table.query(pk, _MESSAGES, limit=limit, start_key=start)
-        return MessagePage([it.message_from_item(i) for i in page.items], encode_cursor(page.last_key))
+        items = await self._restore(page.items)
+        return MessagePage([it.message_from_item(i) for i in items], encode_cursor(page.last_key))
 
     async def recent_messages(self, chat_id: str, after_id: str | None, limit: int) -> RecentMessages:
         low = it.message_sk(after_id) if after_id else it.MSG_PREFIX
@@ -146,7 +171,7 @@ class TableStore(HierarchyStore):
         page = await self.table.query(
             it.chat_pk(chat_id), SkRange(low=low, high=it.MSG_END), forward=False, limit=limit + 1
         )
-        messages = [it.message_from_item(i) for i in page.items if i[SK] != low]
+        messages = [it.message_from_item(i) for i in await self._restore(page.items) if i[SK] != low]
         truncated = len(messages) > limit
         messages = messages[:limit]
         messages.reverse()
@@ -159,7 +184,7 @@ class TableStore(HierarchyStore):
         start: Item | None = None
         while True:
             page = await self.table.query(it.chat_pk(chat_id), SkRange(low=low, high=high), start_key=start, limit=500)
-            found.extend(it.message_from_item(i) for i in page.items if i[SK] != low)
+            found.extend(it.message_from_item(i) for i in await self._restore(page.items) if i[SK] != low)
             if page.last_key is None:
                 return found
             start = page.last_key
@@ -208,6 +233,8 @@ class TableStore(HierarchyStore):
     async def begin_turn(
         self, chat: Chat, run: Run, user_message: Message, lease_ms: int, plan: SessionPlan | None = None
     ) -> None:
+        """Take the lease with the USER message. Idempotent: calling it again after an attempt that
+        committed (its answer lost to a timeout) finds its own request marker and returns."""
         ops: list[WriteOp] = [
             Put(
                 {**it.request_key(chat.chat_id, run.request_id), "runId": run.run_id},
@@ -229,6 +256,8 @@ class TableStore(HierarchyStore):
         except TransactionFailed as failed:
             if failed.reasons and failed.reasons[0]:
                 previous = await self._run_for_request(chat.chat_id, run.request_id)
+                if previous is not None and previous.run_id == run.run_id:
+                    return  # an earlier attempt of this very call committed (its answer was lost): done
                 if previous is not None:
                     raise DuplicateRequest(previous) from failed
             await self._explain_meta_failure(chat, run)
@@ -242,6 +271,9 @@ class TableStore(HierarchyStore):
         lease_free = "activeRunId" not in meta or int(meta.get("leaseExpiresAt", 0)) < run.lease_clock
         if lease_free and meta.get("sessionId") != chat.session_id:
             raise SessionChanged(it.chat_from_item(meta))
+        if lease_free:
+            # The lease is free now: it moved between the write and this read. Not "in progress".
+            raise ServiceUnavailable("the chat changed while the turn began; try again")
 
     async def restart_turn(self, chat: Chat, previous: Run, run: Run, lease_ms: int) -> None:
         ops: list[WriteOp] = [
@@ -269,12 +301,20 @@ class TableStore(HierarchyStore):
         return await self.get_run(chat_id, marker["runId"]) if marker else None
 
     async def finish_turn(self, run: Run, messages: list[Message], activity_at: int) -> None:
-        puts: list[WriteOp] = [Put(it.message_to_item(m), Condition.of(not_exists(PK))) for m in messages]
-        run_put = Put(it.run_to_item(run))
-        meta_set = {
-            "lastActivityAt": activity_at,
-            GSI1.sk: it.activity_sk(activity_at, run.chat_id),
-        }
+        """Messages, the RUN record and the lease release with the activity update, in one transaction.
+
+        Large parts go to the blob store first. Idempotent, so a retry after an ambiguous failure is safe:
+        messages are written only where absent or already this run's, and the RUN item only while the
+        run is still running (or was failed as stale by the idle job); an attempt that finds its own
+        result already written returns.
+        """
+        answer = _answer_message(run, messages)
+        fitted = await self._fit([it.message_to_item(m) for m in messages] + [it.run_to_item(run, answer)])
+        mine = Condition(((not_exists(PK), eq("runId", run.run_id)),))
+        puts: list[WriteOp] = [Put(item, mine) for item in fitted[:-1]]
+        run_item = fitted[-1]
+        run_put = Put(run_item, _STILL_RUNNING)
+        meta_set = {"lastActivityAt": activity_at, GSI1.sk: it.activity_sk(activity_at, run.chat_id)}
         count = {"messageCount": len(messages)} if messages else {}
         release = UpdateOp(
             it.meta_key(run.chat_id),
@@ -282,39 +322,107 @@ class TableStore(HierarchyStore):
             Condition.of(eq("activeRunId", run.run_id)),
         )
         # Very long turns overflow one transaction: earlier messages go first, the rest commit with the run.
-        room = _TRANSACT_LIMIT - 2
-        while len(puts) > room:
-            await self.table.transact(puts[:room])
-            puts = puts[room:]
+        groups = _transaction_groups(puts, reserve_ops=2, reserve_bytes=item_size(run_item) + 2 * _OP_OVERHEAD)
+        for group in groups[:-1]:
+            await self.table.transact(group)
+        final = groups[-1]
         try:
-            await self.table.transact([*puts, run_put, release])
+            await self.table.transact([*final, run_put, release])
+            return
         except TransactionFailed as failed:
-            if failed.reasons[-1] is None:
+            if await self._run_ended(run, failed.reasons[-2]):
+                return
+            if failed.reasons[-1] != CONDITION_FAILED or any(failed.reasons[:-1]):
                 raise
-            # The lease expired and another turn took it: keep our messages, leave its lease alone.
-            # The META must still exist: an unconditional update would resurrect a deleted chat as an
-            # ownerless META (no userId) with orphan messages that no one could read or delete again.
-            keep_lease = UpdateOp(it.meta_key(run.chat_id), Update(set=meta_set, add=count), Condition.of(exists(PK)))
-            try:
-                await self.table.transact([*puts, run_put, keep_lease])
-            except TransactionFailed as gone:
-                if gone.reasons[-1] is None:
-                    raise
-                # The chat was deleted while the turn ran: its messages go with it.
+        meta = await self.table.get(it.meta_key(run.chat_id))
+        if meta is None:
+            return  # the chat was deleted while the turn ran: its messages go with it
+        if meta.get("activeRunId") == run.run_id:
+            # Still ours: the failed condition was something else that moved meanwhile (retried by the caller).
+            raise ServiceUnavailable("the chat changed while the turn ended; try again")
+        # The lease expired and another turn took it: keep our messages, leave its lease alone. The META
+        # must still exist: an unconditional update would resurrect a deleted chat as an ownerless META.
+        keep_lease = UpdateOp(it.meta_key(run.chat_id), Update(set=meta_set, add=count), Condition.of(exists(PK)))
+        try:
+            await self.table.transact([*final, run_put, keep_lease])
+        except TransactionFailed as gone:
+            if await self._run_ended(run, gone.reasons[-2]):
+                return
+            if gone.reasons[-1] is None:
+                raise
+            # The chat was deleted while the turn ran: its messages go with it.
+
+    async def _run_ended(self, run: Run, run_reason: str | None) -> bool:
+        """Whether the RUN put failed because there is nothing left to write: this very result is stored
+        already (an earlier attempt committed), the run ended otherwise, or its chat was deleted."""
+        if run_reason != CONDITION_FAILED:
+            return False
+        stored = await self.table.get(it.run_key(run.chat_id, run.run_id))
+        if stored is None:
+            return True  # deleted with its chat
+        if stored.get("status") == RunStatus.RUNNING.value:
+            # The condition holds again: it failed on a state that moved meanwhile (retried by the caller).
+            raise ServiceUnavailable("the run changed while it ended; try again")
+        if stored.get("status") != run.status.value or stored.get("endedAt") != run.ended_at:
+            logger.warning("run already ended", extra={"runId": run.run_id, "status": stored.get("status")})
+        return True
+
+    async def abandon_turn(self, run: Run) -> None:
+        """A run whose end cannot be written as it should: mark it failed (only if still running) and
+        release its lease (only if still its own); each on its own, so either can succeed alone."""
+        run_item = (await self._fit([it.run_to_item(run)]))[0]
+        with contextlib.suppress(ConditionFailed):  # it ended already
+            await self.table.put(run_item, _STILL_RUNNING)
+        await self.release_lease(run.chat_id, run.run_id)
+
+    async def release_lease(self, chat_id: str, run_id: str) -> bool:
+        """Free the chat's lease if this run holds it; False when another run (or none) holds it.
+
+        A failed condition is checked by reading the META again: only a lease that is really not ours
+        is left alone (a conflict is not "another turn took it").
+        """
+        release = Update(remove=("activeRunId", "leaseExpiresAt"))
+        try:
+            await self.table.update(it.meta_key(chat_id), release, Condition.of(eq("activeRunId", run_id)))
+        except ConditionFailed:
+            meta = await self.table.get(it.meta_key(chat_id))
+            if meta is None or meta.get("activeRunId") != run_id:
+                return False
+            raise ServiceUnavailable("the chat changed while its lease was released; try again") from None
+        return True
+
+    async def renew_lease(self, chat_id: str, run_id: str, expires_at: int) -> bool:
+        """Extend the lease while the run lives (heartbeat); False when it is no longer this run's."""
+        try:
+            renew = Update(set={"leaseExpiresAt": expires_at})
+            await self.table.update(it.meta_key(chat_id), renew, Condition.of(eq("activeRunId", run_id)))
+        except ConditionFailed:
+            return False
+        return True
 
     async def add_messages(self, chat_id: str, messages: list[Message]) -> None:
         """Append messages outside a turn (imported history, daily summaries); never overwrites."""
         for start in range(0, len(messages), _TRANSACT_LIMIT - 1):
             batch = messages[start : start + _TRANSACT_LIMIT - 1]
-            ops: list[WriteOp] = [Put(it.message_to_item(m), Condition.of(not_exists(PK))) for m in batch]
+            items = await self._fit([it.message_to_item(m) for m in batch])
+            ops: list[WriteOp] = [Put(item, Condition.of(not_exists(PK))) for item in items]
             ops.append(
                 UpdateOp(it.meta_key(chat_id), Update(add={"messageCount": len(batch)}), Condition.of(exists(PK)))
             )
             await self.table.transact(ops)
 
     async def get_run(self, chat_id: str, run_id: str) -> Run | None:
+        """The run with its snapshot and stored result (the answer read from its ASSISTANT message)."""
         item = await self.table.get(it.run_key(chat_id, run_id))
-        return it.run_from_item(item) if item else None
+        if item is None:
+            return None
+        run = it.run_from_item((await self._restore([item]))[0])
+        answer_id = item.get(it.ANSWER_ID)
+        if run.result is not None and answer_id:
+            found = await self.table.get({PK: it.chat_pk(chat_id), SK: it.message_sk(answer_id)})
+            if found is not None:
+                run.result.assistant_message = it.message_from_item((await self._restore([found]))[0]).content
+        return run
 
     async def get_summary(self, chat_id: str) -> Summary | None:
         item = await self.table.get(it.summary_key(chat_id))
@@ -332,12 +440,16 @@ class TableStore(HierarchyStore):
         return True
 
     async def list_runs(self, chat_id: str, limit: int, cursor: str | None) -> tuple[list[Run], str | None]:
-        """The chat's runs, oldest first (run ids sort by start time)."""
+        """The chat's runs, oldest first (run ids sort by start time), with their replay snapshots.
+
+        A stored result's answer is not read here (it is the run's ASSISTANT message): use `get_run`.
+        """
         pk = it.chat_pk(chat_id)
         page = await self.table.query(
             pk, SkRange(low=it.RUN_PREFIX, high=it.RUN_END), limit=limit, start_key=_checked_cursor(cursor, PK, pk)
         )
-        return [it.run_from_item(i) for i in page.items], encode_cursor(page.last_key)
+        items = await self._restore(page.items)
+        return [it.run_from_item(i) for i in items], encode_cursor(page.last_key)
 
     async def get_run_pointer(self, run_id: str, now_s: int) -> RunPointer | None:
         item = await self.table.get(it.pointer_key(run_id))
@@ -385,6 +497,48 @@ class TableStore(HierarchyStore):
         except ConditionFailed:
             return False
         return True
+
+
+def _answer_message(run: Run, messages: list[Message]) -> str | None:
+    """The id of the ASSISTANT message holding the run's answer: its result names it instead of a copy."""
+    answer = run.result.assistant_message if run.result else ""
+    if not answer:
+        return None
+    for message in reversed(messages):
+        if message.role == Role.ASSISTANT and not message.tool_calls and message.content == answer:
+            return message.id
+    return None
+
+
+def _transaction_groups(puts: list[WriteOp], *, reserve_ops: int, reserve_bytes: int) -> list[list[WriteOp]]:
+    """Split writes into transactions within DynamoDB's limits (100 items, 4 MB), in order; the last
+    group keeps room for `reserve_ops` more operations of `reserve_bytes`."""
+    sizes = [_op_size(p) for p in puts]
+    # The final group: as many of the last writes as fit beside the reserved operations.
+    tail, tail_bytes = len(puts), reserve_bytes
+    while tail > 0:
+        size = sizes[tail - 1]
+        if len(puts) - tail + 1 + reserve_ops > _TRANSACT_LIMIT or tail_bytes + size > _TRANSACT_BYTES:
+            break
+        tail -= 1
+        tail_bytes += size
+    groups: list[list[WriteOp]] = []
+    current: list[WriteOp] = []
+    current_bytes = 0
+    for put, size in zip(puts[:tail], sizes[:tail], strict=True):
+        if current and (len(current) >= _TRANSACT_LIMIT or current_bytes + size > _TRANSACT_BYTES):
+            groups.append(current)
+            current, current_bytes = [], 0
+        current.append(put)
+        current_bytes += size
+    if current:
+        groups.append(current)
+    groups.append(puts[tail:])
+    return groups
+
+
+def _op_size(op: WriteOp) -> int:
+    return (item_size(op.item) if isinstance(op, Put) else 0) + _OP_OVERHEAD
 
 
 def _json(value: object) -> str:

@@ -74,6 +74,12 @@ class ToolService:
         service.allowed = allowed
         return service
 
+    def permits(self, tool: Tool) -> bool:
+        """Whether governance could ever let this tool run (AGENT_TOOLS_ALLOWED, permissions granted)."""
+        s = self.settings
+        allowed = "*" in s.tools_allowed or tool.name in s.tools_allowed
+        return allowed and _granted(tool.permissions, s.permissions_granted)
+
     async def execute(self, call: ToolCall, ctx: ToolContext) -> ToolExecution:
         started = time.perf_counter()
         tool = self.registry.get(call.name)

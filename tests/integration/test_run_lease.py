@@ -1,0 +1,135 @@
+"""The run lease while a run lives: renewed by a heartbeat, released on every way out.
+
+The heartbeat test uses a short lease and a frontend tool whose wait outlives it: the clock is let pass
+the lease's expiry (a condition, not a timed assertion), and the chat must still be busy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from agent_core.api import routes
+from agent_core.api.app import build_app
+from agent_core.context import AppContext, build_context
+from agent_core.domain.ids import now_ms
+from agent_core.llm.base import LlmRequest
+from agent_core.runtime import cancel as cancel_module
+from agent_core.runtime.cancel import CancelWatch
+from agent_core.store.memory import MemoryTable
+from tests.support.fake_llm import Reply, ScriptedLlm
+from tests.support.fixtures import make_settings
+from tests.support.server import serve
+from tests.support.sse import sse_events
+
+LEASE_MS = 1500
+
+
+def _lease_expires_at(context: AppContext, chat_id: str) -> int:
+    chat = asyncio.run(context.deps.store.get_chat(chat_id, "alice"))
+    assert chat is not None and chat.lease_expires_at is not None
+    return chat.lease_expires_at
+
+
+def test_the_lease_is_renewed_while_a_frontend_tool_waits_past_it() -> None:
+    context = build_context(
+        make_settings(AGENT_RUN_LEASE_MS=str(LEASE_MS)), table=MemoryTable(), audit=lambda line: None
+    )
+    with (
+        serve(build_app(*routes.local, context=context)) as base,
+        httpx.Client(base_url=base, headers={"X-User-Id": "alice"}, timeout=30) as client,
+    ):
+        chat_id = client.post("/api/v1/conversations", json={}).json()["conversationId"]
+        during: list[int] = []
+        events: list[dict[str, Any]] = []
+        ask = {"message": 'ask me to pick "red" or "blue"', "chatId": chat_id}
+        with client.stream("POST", "/api/ap/query", json=ask) as response:
+            for event in sse_events(response):
+                events.append(event)
+                if event["type"] != "tool.end":
+                    continue
+                # Given the run waits for the browser, let the clock pass the lease it holds now
+                first = _lease_expires_at(context, chat_id)
+                while now_ms() <= first + 100:
+                    time.sleep(0.05)
+                # Then the lease was renewed, and a second query on the chat is still refused
+                assert _lease_expires_at(context, chat_id) > first
+                during.append(client.post("/api/ap/query", json={"message": "me too", "chatId": chat_id}).status_code)
+                body = {"runId": event["runId"], "toolId": event["toolId"], "params": {"choice": "red"}}
+                assert client.post("/api/ap/submit", json=body).json()["accepted"] is True
+        assert during == [409]
+        assert events[-1]["type"] == "run.complete"
+        # And the moment the run ended, the chat takes the next query
+        with client.stream("POST", "/api/ap/query", json={"message": "next", "chatId": chat_id}) as after:
+            assert after.status_code == 200
+            assert list(sse_events(after))[-1]["type"] == "run.complete"
+
+
+async def test_the_lease_is_released_when_the_history_read_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a turn that took the lease and then fails reading its history
+    context = build_context(make_settings(), table=MemoryTable(), llm=ScriptedLlm(), audit=lambda line: None)
+    app = build_app(*routes.chat, context=context)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    client = httpx.AsyncClient(transport=transport, base_url="http://t", headers={"X-User-Id": "alice"})
+    async with client:
+        chat_id = (await client.post("/api/v1/conversations", json={})).json()["conversationId"]
+        store = context.deps.store
+        original = store.recent_messages
+
+        async def broken(*args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("history unavailable")
+
+        monkeypatch.setattr(store, "recent_messages", broken)
+        failed = await client.post(f"/api/v1/conversations/{chat_id}/chat", json={"message": "hi"})
+        assert failed.status_code == 500
+        # Then the run is recorded failed and the lease is free: the next turn runs at once
+        monkeypatch.setattr(store, "recent_messages", original)
+        chat = await store.get_chat(chat_id, "alice")
+        assert chat is not None and chat.active_run_id is None
+        runs, _ = await store.list_runs(chat_id, 10, None)
+        assert [(r.status.value, r.error_code) for r in runs] == [("failed", "internal_error")]
+        ok = await client.post(f"/api/v1/conversations/{chat_id}/chat", json={"message": "again"})
+        assert ok.status_code == 200
+
+
+class FlakyRunReads:
+    """A store whose RUN reads fail twice, then report a cancel request."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    async def is_cancel_requested(self, chat_id: str, run_id: str) -> bool:
+        self.reads += 1
+        if self.reads <= 2:
+            raise ConnectionError("read failed")
+        return True
+
+
+async def test_the_cancel_watch_survives_failed_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cancel_module, "POLL_INTERVAL_S", 0.01)
+    monkeypatch.setattr(cancel_module, "MAX_POLL_INTERVAL_S", 0.02)
+    store = FlakyRunReads()
+    watch = CancelWatch(store, "c", "r", asyncio.Event())  # type: ignore[arg-type]
+    watch.start()
+    await asyncio.wait_for(watch.event.wait(), timeout=10)
+    await watch.stop()
+    assert watch.failed_reads == 2 and store.reads == 3
+
+
+async def test_the_model_is_offered_only_tools_governance_can_allow() -> None:
+    llm = ScriptedLlm(Reply(text="done"))
+    settings = make_settings(AGENT_TOOLS_ALLOWED="time,http_get,save_file", AGENT_PERMISSIONS_GRANTED="net:http")
+    context = build_context(settings, table=MemoryTable(), llm=llm, audit=lambda line: None)
+    app = build_app(*routes.chat, context=context)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://t", headers={"X-User-Id": "alice"}
+    ) as client:
+        chat_id = (await client.post("/api/v1/conversations", json={})).json()["conversationId"]
+        assert (await client.post(f"/api/v1/conversations/{chat_id}/chat", json={"message": "hi"})).status_code == 200
+    request: LlmRequest = llm.requests[0]
+    # save_file needs data:write (not granted); ask_user and the memory tools are not allowed
+    assert sorted(t["function"]["name"] for t in request.tools) == ["http_get", "time"]
