@@ -218,7 +218,7 @@ def spilled(stack: DeployedStack) -> tuple[str, str]:
     keys = [
         o["Key"]
         for o in stack.account.client("s3")
-        .list_objects_v2(Bucket=bucket, Prefix=f"snapshots/{cid}/")
+        .list_objects_v2(Bucket=bucket, Prefix=f"spill/CHAT/{cid}/")
         .get("Contents", [])
     ]
     if not keys:
@@ -232,5 +232,5 @@ def test_deleting_a_conversation_removes_its_spilled_snapshots(stack: DeployedSt
         rest_v1_event("DELETE", f"/api/v1/conversations/{cid}", None, {"X-User-Id": "grace"})
     )
     assert gone["statusCode"] == 204, gone
-    left = stack.account.client("s3").list_objects_v2(Bucket=bucket, Prefix=f"snapshots/{cid}/").get("Contents", [])
+    left = stack.account.client("s3").list_objects_v2(Bucket=bucket, Prefix=f"spill/CHAT/{cid}/").get("Contents", [])
     assert left == []

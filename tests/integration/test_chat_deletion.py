@@ -13,7 +13,7 @@ import pytest
 from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
-from agent_core.runtime.finish import snapshot_key
+from agent_core.runtime.finish import snapshot_prefix
 from agent_core.store.dynamodb import DynamoTable
 from agent_core.store.s3 import S3BlobStore
 from tests.support.aws_faults import failing_call
@@ -64,8 +64,8 @@ async def _busy_chat(client: httpx.AsyncClient, context: AppContext) -> tuple[st
         if item["pk"]["S"] == f"CHAT#{cid}" and item["sk"]["S"].startswith("RUN#"):
             runs.append(item["sk"]["S"].removeprefix("RUN#"))
     assert context.blobs is not None
-    for run_id in runs:  # as a long answer's snapshot would be spilled
-        await context.blobs.put(snapshot_key(cid, run_id), b"[]", "application/json")
+    for run_id in runs:  # as earlier versions spilled a long answer's snapshot
+        await context.blobs.put(f"{snapshot_prefix(cid)}{run_id}.json", b"[]", "application/json")
     return cid, runs
 
 
@@ -120,7 +120,7 @@ async def test_a_retry_after_a_storage_fault_finishes_the_deletion(
         first = await client.delete(f"/api/v1/conversations/{cid}")
     assert fault.raised == list(failing)
     # Then the client sees an error, and the chat is still there to delete again
-    assert first.status_code == 500 and first.json()["error"]["code"] == "internal_error"
+    assert first.status_code == 503 and first.json()["error"]["code"] == "service_unavailable"
     assert (await client.get(f"/api/v1/conversations/{cid}")).status_code == 200
     # And the retry deletes everything that was left
     retried = await client.delete(f"/api/v1/conversations/{cid}")

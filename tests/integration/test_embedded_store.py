@@ -15,7 +15,7 @@ import pytest
 from agent_core.context import build_context
 from agent_core.domain.jobs import CompactJob, Job
 from agent_core.domain.models import Chat, Message, Role, Run, RunStatus, TurnResult
-from agent_core.errors import RunInProgress
+from agent_core.errors import RunInProgress, ServiceUnavailable
 from agent_core.jobs.inprocess import InProcessWorkQueue
 from agent_core.store.embedded import close_embedded
 from agent_core.store.file_blob import FileBlobStore
@@ -172,7 +172,7 @@ async def _turns(store: TableStore, chat: Chat, worker: str, clock: list[int]) -
             try:
                 await store.begin_turn(chat, run, user, LEASE_MS)
                 break
-            except RunInProgress:
+            except (RunInProgress, ServiceUnavailable):  # held, or released between the write and its re-read
                 await asyncio.sleep(0.001)
         answer = Message(
             id=f"{worker}-{n}-1", chat_id=chat.chat_id, role=Role.ASSISTANT, content=f"a {worker} {n}", created_at=at
