@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from infra.registry import FUNCTIONS
+from tests.infra.test_permissions import EXPECTED
 from tests.support.deployed.aws import generated_secret
 from tests.support.deployed.functions import FunctionDefinition, function_definitions
 from tests.support.deployed.stack import LLM_API_KEY, DeployedStack
@@ -38,27 +39,6 @@ EXERCISED: dict[str, tuple[str, str, str]] = {
 }
 # Never needed by any function (issue 10 §3: IAM wider than the functions need).
 NEVER_CALLED = {"dynamodb:DescribeTable", "secretsmanager:DescribeSecret", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
-NARROW = {
-    "submit": {"dynamodb:UpdateItem", "dynamodb:GetItem"},  # GetItem: a refused submit says why
-    "data": {
-        "dynamodb:GetItem",
-        "dynamodb:BatchGetItem",
-        "dynamodb:Query",
-        "s3:GetObject",
-        "s3:ListBucket",
-        "secretsmanager:GetSecretValue",
-    },
-    # TransactWriteItems (failing a dead run: two updates) and SendMessageBatch are authorised in AWS by the
-    # item / message actions; moto checks them by their own names.
-    "idle_sessions": {
-        "dynamodb:Query",
-        "dynamodb:UpdateItem",
-        "dynamodb:TransactWriteItems",
-        "sqs:SendMessage",
-        "sqs:SendMessageBatch",
-    },
-    "daily_summary": {"dynamodb:Query", "sqs:SendMessage", "sqs:SendMessageBatch"},
-}
 # Lambda's SQS poller uses the consumer's execution role (its code never calls these).
 QUEUE_POLLER = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
 RUNTIME_ONLY = ("logs:", "xray:")  # Lambda's own log delivery and the X-Ray daemon, never the function's code
@@ -113,7 +93,7 @@ def test_policies_grant_only_what_the_functions_call(stack: DeployedStack) -> No
             for a in stack.account.allowed_actions(stack.definition(spec.name).role_logical_id)
             if not a.startswith(RUNTIME_ONLY) and not (spec.consumes_queue and a in QUEUE_POLLER)
         }
-        extra = (allowed & NEVER_CALLED) | (allowed - NARROW[spec.name] if spec.name in NARROW else set())
+        extra = (allowed & NEVER_CALLED) | (allowed - EXPECTED[spec.name])
         if extra:
             wide[spec.name] = sorted(extra)
     assert wide == {}
