@@ -20,8 +20,13 @@ async def run_blocking(deps: RunDeps, request: TurnRequest) -> TurnResult:
         if isinstance(envelope.event, RunError):
             error = envelope.event
     if error is not None:
-        if error.code == LlmUnavailable.code:
-            raise LlmUnavailable(error.message)
-        raise AgentError(error.message, code=error.code)
+        raise run_failure(error)
     assert prepared.result is not None
     return prepared.result
+
+
+def run_failure(error: RunError) -> AgentError:
+    """A run's run.error as the error a blocking route answers with (502 when the model failed)."""
+    if error.code == LlmUnavailable.code:
+        return LlmUnavailable(error.message)
+    return AgentError(error.message, code=error.code)
