@@ -200,6 +200,7 @@ STREAM = FunctionSpec(
         Route("/v1/conversations/{proxy+}", ("GET", "POST", "DELETE")),
         Route("/v1/models", ("GET",)),
         Route("/v1/chat/completions", ("POST",)),
+        Route("/api/ui-stream", ("POST",)),
     ),
 )
 
