@@ -201,6 +201,8 @@ STREAM = FunctionSpec(
         Route("/v1/models", ("GET",)),
         Route("/v1/chat/completions", ("POST",)),
         Route("/api/ui-stream", ("POST",)),
+        Route("/api/ag-ui", ("POST",)),
+        Route("/api/ag-ui/{proxy+}", ("POST",)),
     ),
 )
 
