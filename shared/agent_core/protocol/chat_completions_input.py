@@ -35,6 +35,8 @@ _DEFAULTS: dict[str, tuple[Any, ...]] = {
     "web_search_options": (None,),
     "reasoning_effort": (None,),
     "service_tier": (None, "auto", "default"),
+    "store": (None, False),  # nothing is stored: a Chat Completions request is stateless
+    "metadata": (None, {}),  # only meaningful for stored completions
 }
 
 
@@ -73,8 +75,6 @@ class ChatCompletionCreate(_Wire):
     tool_choice: Literal["none", "auto", "required"] | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
     user: str | None = Field(None, max_length=256)
-    store: bool | None = None  # nothing is stored either way: a Chat Completions request is stateless
-    metadata: dict[str, str] | None = None
 
     @property
     def include_usage(self) -> bool:

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from agent_core.domain.ids import sortable_id
+from agent_core.errors import AgentError
 from agent_core.protocol.chat_completions import ChatCompletionsEncoder
 from agent_core.protocol.chat_completions_input import ChatCompletionCreate, as_response_request
 from agent_core.protocol.envelope import Envelope
@@ -67,12 +68,18 @@ async def start_chat_completion(
 ) -> ChatCompletionRun:
     """Check the request and take the turn's lease; every 4xx answer comes from here, before any output."""
     body.check()
-    plan = await plan_response(
-        deps, responses, as_response_request(body), user_id, now=now, public_base_url=public_base_url
-    )
-    if body.stop_sequences and isinstance(plan.deps.llm, TunedLlm):
-        plan.deps = dataclasses.replace(plan.deps, llm=dataclasses.replace(plan.deps.llm, stop=body.stop_sequences))
-    prepared = await open_turn(plan)
+    try:
+        plan = await plan_response(
+            deps, responses, as_response_request(body), user_id, now=now, public_base_url=public_base_url
+        )
+        if body.stop_sequences and isinstance(plan.deps.llm, TunedLlm):
+            llm = dataclasses.replace(plan.deps.llm, stop=body.stop_sequences)
+            plan.deps = dataclasses.replace(plan.deps, llm=llm)
+        prepared = await open_turn(plan)
+    except AgentError as error:
+        if error.param and error.param.startswith("input"):  # the Responses input is this request's messages
+            error.param = "messages"
+        raise
     encoder = ChatCompletionsEncoder(
         f"chatcmpl-{sortable_id()}",
         created=int(time.time()),
