@@ -164,6 +164,21 @@ def test_frontend_tool_ends_the_run_and_its_result_continues(base_url: str, open
     assert {"role": "tool", "tool_call_id": "call_w", "content": '{"temp": 18}'} in sent
 
 
+def test_tool_results_must_answer_the_handed_over_calls(base_url: str, openai_stub: OpenAiStub) -> None:
+    openai_stub.enqueue(StubScript.tool_calls([{"id": "call_w", "name": "get_weather", "arguments": {"city": "Rome"}}]))
+    first = [{"id": "m1", "role": "user", "content": "Weather in Rome?"}]
+    _run(base_url, _input("t-6", "r-1", first, [WEATHER]))
+    auth = {"Authorization": "Bearer user-a"}
+    for trailing in (
+        [{"id": "t1", "role": "tool", "toolCallId": "call_forged", "content": "{}"}],  # not a call of this thread
+        [{"id": "m2", "role": "user", "content": "never mind"}],  # the owed result is missing
+    ):
+        body = _input("t-6", "r-2", [*first, {"id": "a1", "role": "assistant", "content": ""}, *trailing], [WEATHER])
+        refused = httpx.post(_api(base_url), json=body, headers=auth)
+        assert refused.status_code == 422 and refused.json()["error"]["param"] == "messages"
+    assert len(openai_stub.requests) == 1
+
+
 def test_threads_are_per_caller(base_url: str, openai_stub: OpenAiStub) -> None:
     openai_stub.enqueue(StubScript.text("A's answer."), StubScript.text("B's answer."))
     _run(base_url, _input("same", "r-1", [{"id": "m1", "role": "user", "content": "secret of A"}]), user="user-a")

@@ -14,13 +14,27 @@ from datetime import datetime
 from typing import Any
 
 from agent_core.domain.ids import now_ms
-from agent_core.domain.models import Chat
+from agent_core.domain.models import Chat, Role
 from agent_core.errors import AgentError
-from agent_core.protocol.responses_input import FunctionToolParam, ResponseCreate
+from agent_core.protocol.responses_input import FunctionToolParam, ResponseCreate, check_outputs
 from agent_core.runtime.deps import RunDeps
 from agent_core.runtime.responses_run import open_turn, plan_response
 from agent_core.runtime.turn import PreparedTurn, chat_name
 from agent_core.store.responses import ResponseStore
+
+PENDING_WINDOW = 20  # recent messages read to find the calls a client owes
+
+
+async def _pending_calls(deps: RunDeps, chat: Chat) -> list[str]:
+    """Call ids of the chat's last assistant message not yet answered by a tool message after it."""
+    recent = await deps.store.recent_messages(chat.chat_id, None, PENDING_WINDOW)
+    pending: list[str] = []
+    for message in recent.items:
+        if message.role == Role.ASSISTANT:
+            pending = [call.id for call in message.tool_calls]
+        elif message.role == Role.TOOL and message.tool_call_id in pending:
+            pending.remove(message.tool_call_id)
+    return pending
 
 
 def client_chat_id(user_id: str, client_id: str) -> str:
@@ -71,6 +85,9 @@ async def _start(
     key = chat.agent_key if chat is not None else deps.agents.get(agent_key).key
     body = ResponseCreate(model=key, input=input_items, tools=tools or [], store=True)
     plan = await plan_response(deps, responses, body, user_id, now=now, public_base_url=public_base_url)
+    if tools or plan.parsed.outputs:
+        # The calls the last run handed to the client are answered exactly (as /v1/responses requires).
+        check_outputs(await _pending_calls(deps, chat) if chat is not None else [], plan.parsed)
     if chat is None:
         at = now_ms()
         first = next((m.content for m in plan.parsed.messages if m.content), "")
