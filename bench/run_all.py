@@ -19,6 +19,7 @@ from bench import (
     stream_latency,
     submit_roundtrip,
     turn_latency,
+    wire_encoders,
 )
 from bench.common import machine
 
@@ -127,6 +128,7 @@ def run() -> dict[str, Any]:
         ("orchestration", orchestration),
         ("memory_recall", memory_recall),
         ("responses_encoder", responses_encoder),
+        ("wire_encoders", wire_encoders),
         ("jobs_scale", jobs_scale),
         ("embedded_store", embedded_store),
     ):

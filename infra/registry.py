@@ -199,6 +199,10 @@ STREAM = FunctionSpec(
         Route("/v1/conversations", ("POST",)),
         Route("/v1/conversations/{proxy+}", ("GET", "POST", "DELETE")),
         Route("/v1/models", ("GET",)),
+        Route("/v1/chat/completions", ("POST",)),
+        Route("/api/ui-stream", ("POST",)),
+        Route("/api/ag-ui", ("POST",)),
+        Route("/api/ag-ui/{proxy+}", ("POST",)),
     ),
 )
 

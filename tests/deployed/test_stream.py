@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from openai.types.chat import ChatCompletionChunk
+
 from tests.support.deployed.stack import DeployedStack
 from tests.support.lambda_events import http_v2_event, rest_v1_event
 from tests.support.openai_stub import StubScript
@@ -84,6 +86,23 @@ def test_v1_responses_streams_the_event_grammar(stack: DeployedStack) -> None:
     assert types[:2] == ["response.created", "response.in_progress"] and types[-1] == "response.completed", types
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
     assert events[-1]["response"]["output"][0]["content"][0]["text"] == "One two."
+
+
+def test_v1_chat_completions_streams_chunks_then_done(stack: DeployedStack) -> None:
+    stack.llm.enqueue(StubScript.text("One ", "two."))
+    body = {
+        "model": "main-agent",
+        "messages": [{"role": "user", "content": "Count"}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    response = stack.function("stream").invoke_streaming(http_v2_event("POST", "/v1/chat/completions", body, DAVE))
+    assert response.status == 200 and response.headers["content-type"].startswith("text/event-stream")
+    data = [line[6:] for line in response.iter_lines() if line.startswith("data: ")]
+    assert data[-1] == "[DONE]", data
+    chunks = [ChatCompletionChunk.model_validate_json(d) for d in data[:-1]]
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "One two."
+    assert chunks[-2].choices[0].finish_reason == "stop" and chunks[-1].usage is not None
 
 
 def _iam_event(path: str, body: Any) -> dict[str, Any]:

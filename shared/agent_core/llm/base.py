@@ -22,6 +22,7 @@ class LlmRequest(BaseModel):
     max_tokens: int | None = None
     tool_choice: str | dict[str, Any] | None = None  # "auto" | "required" | {"type": "function", ...}
     parallel_tool_calls: bool | None = None
+    stop: list[str] | None = None  # up to 4 sequences where the model stops (a Chat Completions request's)
 
 
 class ToolCallFragment(BaseModel):

@@ -112,6 +112,7 @@ class OpenAiLlmClient:
             ),
             temperature=request.temperature if request.temperature is not None else openai.omit,
             max_tokens=request.max_tokens if request.max_tokens is not None else openai.omit,
+            stop=request.stop if request.stop else openai.omit,
             timeout=self._settings.llm_timeout_s,
         )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agent_core.domain.events import RunError
 from agent_core.domain.models import TurnResult
-from agent_core.errors import error_for_code
+from agent_core.errors import AgentError, error_for_code
 from agent_core.runtime.deps import RunDeps
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import TurnRequest, prepare_turn
@@ -21,6 +21,12 @@ async def run_blocking(deps: RunDeps, request: TurnRequest) -> TurnResult:
             error = envelope.event
     if error is not None:
         # 502 llm_unavailable, 503 service_unavailable, 504 deadline_exceeded, ...: never a 200.
-        raise error_for_code(error.code, error.message)
+        raise run_failure(error)
     assert prepared.result is not None
     return prepared.result
+
+
+def run_failure(error: RunError) -> AgentError:
+    """A run's run.error as the error a blocking route answers with: 502 llm_unavailable, 503
+    service_unavailable, 504 deadline_exceeded, ... (never a 200)."""
+    return error_for_code(error.code, error.message)

@@ -80,7 +80,7 @@ def responses_agent(agent: AgentDefinition, registry: ToolRegistry, client: list
 
 @dataclass
 class TunedLlm:
-    """The run's LLM with the request's options: temperature, max output tokens, tool_choice, parallel calls."""
+    """The run's LLM with the request's options: temperature, max output tokens, tool_choice, parallel calls, stop."""
 
     inner: LlmClient
     temperature: float | None = None
@@ -88,6 +88,7 @@ class TunedLlm:
     no_tools: bool = False
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
+    stop: list[str] | None = None
 
     @property
     def changes(self) -> dict[str, Any]:
@@ -102,6 +103,8 @@ class TunedLlm:
             changes["tool_choice"] = self.tool_choice
         if self.parallel_tool_calls is not None:
             changes["parallel_tool_calls"] = self.parallel_tool_calls
+        if self.stop:
+            changes["stop"] = self.stop
         return changes
 
     def stream(self, request: LlmRequest) -> AsyncIterator[LlmDelta]:

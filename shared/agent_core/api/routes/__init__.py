@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 _GROUPS: dict[str, tuple[str, ...]] = {
     "chat": ("conversations", "history", "agents", "memory"),
-    "stream_routes": ("stream", "chain", "responses", "openai_conversations"),
+    "stream_routes": ("stream", "chain", "responses", "openai_conversations", "chat_completions", "ui_stream", "ag_ui"),
     "submit_routes": ("submit",),
     "data_routes": ("data",),
     "dev_routes": ("dev",),  # the local server only; 404 in Lambda

@@ -182,7 +182,7 @@ async def input_items(
     return list_page(record.input_items, after=after, limit=limit, order=order)
 
 
-def _models(ctx: AppContext) -> list[dict[str, Any]]:
+def models_of(ctx: AppContext) -> list[dict[str, Any]]:
     """The agents (a model id naming an agent runs it) and the configured model."""
     ids = [a.key for a in ctx.deps.agents.all()]
     if ctx.settings.model not in ids:
@@ -192,12 +192,12 @@ def _models(ctx: AppContext) -> list[dict[str, Any]]:
 
 @router.get("/models")
 async def list_models(ctx: Ctx, _: User) -> dict[str, Any]:
-    return {"object": "list", "data": _models(ctx)}
+    return {"object": "list", "data": models_of(ctx)}
 
 
 @router.get("/models/{model_id:path}", responses=error_responses(404))
 async def retrieve_model(model_id: str, ctx: Ctx, _: User) -> dict[str, Any]:
-    for model in _models(ctx):
+    for model in models_of(ctx):
         if model["id"] == model_id:
             return model
     raise NotFound(f"model {model_id!r} not found", param="model", code="model_not_found")

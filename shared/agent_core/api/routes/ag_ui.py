@@ -1,0 +1,123 @@
+"""AG-UI (stream function): POST /api/ag-ui (the default agent) and POST /api/ag-ui/{agentKey}.
+
+The body is AG-UI's RunAgentInput; the answer is its event stream (SSE, camelCase). `threadId` names a
+chat of the caller (created on first use) whose stored history is authoritative: only the trailing
+user and tool messages of `messages` are new input. The client's `tools` are frontend tools: a call
+to one ends the run (TOOL_CALL_START/ARGS/END, then RUN_FINISHED) and its `tool` message in the next
+run's input continues the conversation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Annotated, Any, cast
+
+from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
+from fastapi import APIRouter, Depends, Path, Request
+from fastapi.responses import StreamingResponse
+from pydantic import ValidationError
+
+from agent_core.api.deps import app_context, current_user, link_base, request_now
+from agent_core.api.openapi import EventStreamResponse, error_responses
+from agent_core.api.routes.responses import response_store
+from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
+from agent_core.context import AppContext
+from agent_core.errors import InvalidRequest
+from agent_core.protocol.ag_ui import AgUiEncoder, encode_event
+from agent_core.protocol.envelope import Envelope
+from agent_core.protocol.responses_input import FunctionToolParam
+from agent_core.protocol.sse import with_pings
+from agent_core.runtime.client_turn import start_client_turn
+from agent_core.runtime.loop import TurnRunner
+
+router = APIRouter(prefix="/api", tags=["ag-ui"], responses=error_responses(400, 401, 404, 409, 413, 422))
+
+Ctx = Annotated[AppContext, Depends(app_context)]
+User = Annotated[str, Depends(current_user)]
+AgentKey = Annotated[str, Path(min_length=1, max_length=64)]
+MAX_THREAD_ID = 128
+
+
+def _text(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    texts = [getattr(part, "text", None) for part in content or []]
+    if not texts or not all(isinstance(t, str) for t in texts):
+        raise InvalidRequest("only text content is supported", param=f"{where}.content")
+    return "\n".join(cast(list[str], texts))
+
+
+def _new_input(body: RunAgentInput) -> list[dict[str, Any]]:
+    """The trailing user and tool messages as input items (the earlier ones are the stored history)."""
+    start = len(body.messages)
+    while start > 0 and body.messages[start - 1].role in ("user", "tool"):
+        start -= 1
+    items: list[dict[str, Any]] = []
+    for n in range(start, len(body.messages)):
+        message, where = body.messages[n], f"messages[{n}]"
+        if isinstance(message, UserMessage):
+            items.append({"type": "message", "role": "user", "content": _text(message.content, where)})
+        elif isinstance(message, ToolMessage):
+            output = _text(message.content, where)
+            items.append({"type": "function_call_output", "call_id": message.tool_call_id, "output": output})
+    if not items:
+        raise InvalidRequest("messages must end with a user message or tool results", param="messages")
+    return items
+
+
+def _tools(body: RunAgentInput) -> list[FunctionToolParam]:
+    try:
+        return [
+            FunctionToolParam(type="function", name=t.name, description=t.description, parameters=t.parameters)
+            for t in body.tools or []
+        ]
+    except ValidationError as error:
+        raise InvalidRequest(f"invalid frontend tool: {error.errors()[0]['msg']}", param="tools") from error
+
+
+async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx: AppContext, user: str) -> Any:
+    if not body.thread_id or len(body.thread_id) > MAX_THREAD_ID:
+        raise InvalidRequest(f"threadId must have 1 to {MAX_THREAD_ID} characters", param="threadId")
+    tools = _tools(body)
+    prepared = await start_client_turn(
+        ctx.deps,
+        response_store(ctx),
+        user,
+        client_id=body.thread_id,
+        input_items=_new_input(body),
+        agent_key=agent_key,
+        tools=tools,
+        now=request_now(request),
+        public_base_url=link_base(request),
+    )
+    encoder = AgUiEncoder(body.thread_id, body.run_id, client_tools=frozenset(t.name for t in tools))
+
+    async def stream() -> AsyncIterator[bytes]:
+        for event in encoder.opening():
+            yield encode_event(event)
+        envelopes = cast(AsyncGenerator[Envelope, None], TurnRunner(prepared).events())
+        async with contextlib.aclosing(envelopes):
+            async for envelope in envelopes:
+                for event in encoder.feed(envelope):
+                    yield encode_event(event)
+        if ctx.settings.in_lambda:
+            await ctx.queue.join()
+
+    return StreamingResponse(with_pings(stream(), PING_INTERVAL_S), media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+@router.post("/ag-ui", response_class=EventStreamResponse)
+async def ag_ui_default(body: RunAgentInput, request: Request, ctx: Ctx, user: User) -> StreamingResponse:
+    """Run the default agent for an AG-UI client."""
+    response: StreamingResponse = await _run(body, None, request, ctx, user)
+    return response
+
+
+@router.post("/ag-ui/{agent_key}", response_class=EventStreamResponse)
+async def ag_ui_agent(
+    agent_key: AgentKey, body: RunAgentInput, request: Request, ctx: Ctx, user: User
+) -> StreamingResponse:
+    """Run the agent `agentKey` (404 `agent_not_found` when unknown) for an AG-UI client."""
+    response: StreamingResponse = await _run(body, agent_key, request, ctx, user)
+    return response

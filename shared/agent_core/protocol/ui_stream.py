@@ -1,0 +1,117 @@
+"""The Vercel AI SDK UI message stream encoder: native run events -> UI message chunks (one assistant message).
+
+SSE `data: <json>` per chunk, the response header `x-vercel-ai-ui-message-stream: v1`, and `data: [DONE]`
+last. Text and reasoning blocks keep their native ids; every tool call ran on the server, so its parts
+say `providerExecuted` and `dynamic` (the browser does not declare the agent's tools).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agent_core.domain.events import (
+    ActionArgs,
+    ActionEnd,
+    ActionResult,
+    ActionStart,
+    ContentDelta,
+    ContentEnd,
+    ContentStart,
+    Event,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    RunCancel,
+    RunComplete,
+    RunError,
+    ToolArgs,
+    ToolEnd,
+    ToolResult,
+    ToolStart,
+)
+from agent_core.protocol.envelope import Envelope
+
+Wire = dict[str, Any]
+HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
+DONE = b"data: [DONE]\n\n"
+_FINISH = {"tool_calls": "tool-calls", "deadline": "length", "stop": "stop"}
+_SERVER = {"providerExecuted": True, "dynamic": True}
+
+
+def encode_part(part: Wire) -> bytes:
+    return b"data: " + json.dumps(part, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+
+
+def _input(arguments: str) -> Any:
+    """A call's arguments as the JSON value the UI shows (the raw text when it is not JSON)."""
+    try:
+        return json.loads(arguments) if arguments else {}
+    except ValueError:
+        return arguments
+
+
+class UiStreamEncoder:
+    """Stateful translation for one assistant message."""
+
+    def __init__(self, message_id: str) -> None:
+        self.message_id = message_id
+        self._calls: dict[str, tuple[str, list[str]]] = {}  # native id -> (tool name, argument pieces)
+        self.closed = False
+
+    def opening(self) -> list[Wire]:
+        return [{"type": "start", "messageId": self.message_id}]
+
+    def feed(self, envelope: Envelope | Event) -> list[Wire]:
+        event = envelope.event if isinstance(envelope, Envelope) else envelope
+        if self.closed:
+            return []
+        match event:
+            case ContentStart(content_id=native):
+                return [{"type": "text-start", "id": native}]
+            case ContentDelta(content_id=native, delta=delta) if delta:
+                return [{"type": "text-delta", "id": native, "delta": delta}]
+            case ContentEnd(content_id=native):
+                return [{"type": "text-end", "id": native}]
+            case ReasoningStart(reasoning_id=native):
+                return [{"type": "reasoning-start", "id": native}]
+            case ReasoningDelta(reasoning_id=native, delta=delta) if delta:
+                return [{"type": "reasoning-delta", "id": native, "delta": delta}]
+            case ReasoningEnd(reasoning_id=native):
+                return [{"type": "reasoning-end", "id": native}]
+            case ToolStart(tool_id=native, tool_name=name) | ActionStart(action_id=native, action_name=name):
+                self._calls[native] = (name, [])
+                return [{"type": "tool-input-start", "toolCallId": native, "toolName": name, **_SERVER}]
+            case ToolArgs(tool_id=native, delta=delta) | ActionArgs(action_id=native, delta=delta):
+                if native not in self._calls or not delta:
+                    return []
+                self._calls[native][1].append(delta)
+                return [{"type": "tool-input-delta", "toolCallId": native, "inputTextDelta": delta}]
+            case ToolEnd(tool_id=native) | ActionEnd(action_id=native):
+                if native not in self._calls:
+                    return []
+                name, pieces = self._calls[native]
+                available = {"toolCallId": native, "toolName": name, "input": _input("".join(pieces)), **_SERVER}
+                return [{"type": "tool-input-available", **available}]
+            case ToolResult(tool_id=native, result=result, status=status, reason=reason):
+                return self._output(native, result, status, reason)
+            case ActionResult(action_id=native, result=result):
+                return self._output(native, result, "ok", None)
+            case RunComplete(finish_reason=finish_reason):
+                self.closed = True
+                return [{"type": "finish", "finishReason": _FINISH.get(finish_reason, "other")}]
+            case RunCancel():
+                self.closed = True
+                return [{"type": "abort"}]
+            case RunError(code=code, message=message):
+                self.closed = True
+                return [{"type": "error", "errorText": f"[{code}] {message}"}]
+        return []
+
+    def _output(self, native: str, result: Any, status: str, reason: str | None) -> list[Wire]:
+        if self._calls.pop(native, None) is None:
+            return []
+        if status == "ok":
+            return [{"type": "tool-output-available", "toolCallId": native, "output": result, **_SERVER}]
+        text = f"{status}: {reason or status}"
+        return [{"type": "tool-output-error", "toolCallId": native, "errorText": text, **_SERVER}]

@@ -1,0 +1,136 @@
+"""POST /api/ui-stream read by the Vercel AI SDK itself: useChat's DefaultChatTransport and readUIMessageStream.
+
+The `ai` package is installed from npm once into .build/ai-sdk (skipped, saying why, only without node/npm).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agent_core.context import AppContext
+from agent_core.runtime.client_turn import client_chat_id
+from tests.support.openai_stub import OpenAiStub, StubScript
+from tests.support.responses_app import base_url_fixture, context_fixture  # noqa: F401 (fixtures)
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = ROOT / ".build" / "ai-sdk"
+CLIENT = ROOT / "tests" / "support" / "js" / "ui_chat_client.cjs"
+AI_SDK = "ai@5"  # the major version whose UI message stream (v1) this route speaks
+
+
+@pytest.fixture(scope="session")
+def ai_modules() -> Path:
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are needed to run the AI SDK's own stream reader")
+    modules = CACHE / "node_modules"
+    if not (modules / "ai" / "package.json").is_file():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        command = ["npm", "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", "--silent", AI_SDK]
+        subprocess.run(command, check=True, capture_output=True, timeout=300)
+    return modules
+
+
+def _chat(modules: Path, base_url: str, chat_id: str, text: str, user: str = "user-a") -> dict[str, Any]:
+    api = base_url.removesuffix("/v1") + "/api/ui-stream"
+    command = ["node", str(CLIENT), str(modules), api, user, chat_id, text]
+    done = subprocess.run(command, check=True, capture_output=True, text=True, timeout=60)
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def _types(result: dict[str, Any]) -> list[str]:
+    return [c["type"] for c in result["chunks"]]
+
+
+def test_text_and_reasoning_through_the_sdk_reader(
+    ai_modules: Path, base_url: str, openai_stub: OpenAiStub, context: AppContext
+) -> None:
+    openai_stub.enqueue(StubScript.text("Hello ", "there", reasoning=["Greet", " back"]))
+    result = _chat(ai_modules, base_url, "chat-1", "Hi!")
+    assert result["error"] is None
+    assert _types(result) == [
+        "start",
+        "reasoning-start",
+        "reasoning-delta",
+        "reasoning-delta",
+        "reasoning-end",
+        "text-start",
+        "text-delta",
+        "text-delta",
+        "text-end",
+        "finish",
+    ]
+    message = result["message"]
+    assert message["role"] == "assistant" and message["id"] == result["chunks"][0]["messageId"]
+    parts = [(p["type"], p.get("text")) for p in message["parts"]]
+    assert parts == [("reasoning", "Greet back"), ("text", "Hello there")]
+    assert result["chunks"][-1]["finishReason"] == "stop"
+
+
+def test_server_tool_parts_and_the_persisted_chat(
+    ai_modules: Path, base_url: str, openai_stub: OpenAiStub, context: AppContext
+) -> None:
+    openai_stub.enqueue(
+        StubScript.tool_calls([{"id": "call_t", "name": "time", "arguments": {"timezone": "Asia/Tokyo"}}]),
+        StubScript.text("Evening in Tokyo."),
+    )
+    result = _chat(ai_modules, base_url, "chat-2", "Tokyo clock?")
+    assert result["error"] is None
+    types = _types(result)
+    tool = [t for t in types if t.startswith("tool-")]
+    assert tool[0] == "tool-input-start" and tool[-2:] == ["tool-input-available", "tool-output-available"]
+    assert set(tool[1:-2]) == {"tool-input-delta"}
+    assert types.index("tool-output-available") < types.index("text-start")
+    [call] = [p for p in result["message"]["parts"] if p["type"] == "dynamic-tool"]
+    assert call["toolName"] == "time" and call["state"] == "output-available"
+    assert call["input"] == {"timezone": "Asia/Tokyo"} and "Asia/Tokyo" in json.dumps(call["output"])
+    # The chat id names a chat of the caller; the server's history is what the model sees next
+    openai_stub.enqueue(StubScript.text("You asked about Tokyo."))
+    again = _chat(ai_modules, base_url, "chat-2", "What did I ask?")
+    assert again["error"] is None
+    sent = [(m["role"], m.get("content")) for m in openai_stub.requests[-1]["messages"]]
+    assert ("user", "Tokyo clock?") in sent and sent[-1] == ("user", "What did I ask?")
+    assert ("assistant", "Evening in Tokyo.") in sent
+
+
+def test_chat_ids_are_per_caller(ai_modules: Path, base_url: str, openai_stub: OpenAiStub) -> None:
+    openai_stub.enqueue(StubScript.text("A's answer."), StubScript.text("B's answer."))
+    _chat(ai_modules, base_url, "shared-id", "secret of A", user="user-a")
+    _chat(ai_modules, base_url, "shared-id", "hello from B", user="user-b")
+    sent = [m.get("content") for m in openai_stub.requests[-1]["messages"]]
+    assert "secret of A" not in sent and "A's answer." not in sent
+    assert client_chat_id("user-a", "shared-id") != client_chat_id("user-b", "shared-id")
+
+
+def test_a_failed_run_is_an_error_part(ai_modules: Path, base_url: str, openai_stub: OpenAiStub) -> None:
+    openai_stub.enqueue(*[StubScript.error(400, "model refuses")] * 4)
+    result = _chat(ai_modules, base_url, "chat-3", "fail")
+    assert _types(result)[0] == "start" and _types(result)[-1] == "error"
+    assert "llm_unavailable" in result["chunks"][-1]["errorText"]
+
+
+def test_wire_headers_done_and_bad_requests(base_url: str, openai_stub: OpenAiStub) -> None:
+    api = base_url.removesuffix("/v1") + "/api/ui-stream"
+    auth = {"Authorization": "Bearer user-a"}
+    openai_stub.enqueue(StubScript.text("ok"))
+    message = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
+    body = {"id": "chat-4", "messages": [message], "trigger": "submit-message"}
+    response = httpx.post(api, json=body, headers=auth)
+    assert response.status_code == 200 and response.headers["x-vercel-ai-ui-message-stream"] == "v1"
+    assert response.text.rstrip().endswith("data: [DONE]")
+    for bad, param in (
+        ({**body, "trigger": "regenerate-message"}, "trigger"),
+        ({**body, "messages": [{**message, "role": "assistant"}]}, "messages"),
+        ({**body, "messages": [{**message, "parts": [{"type": "file", "url": "x"}]}]}, "messages"),
+        ({**body, "messages": [{**message, "parts": [{"type": "text", "text": "x" * 40000}]}]}, "messages"),
+    ):
+        refused = httpx.post(api, json=bad, headers=auth)
+        assert refused.status_code in (400, 413, 422) and refused.json()["error"]["param"] == param
+    assert len(openai_stub.requests) == 1
