@@ -33,6 +33,7 @@ def _banner(settings: Settings, host: str, port: int) -> str:
         storage += f" in {Path(settings.data_dir).resolve()}"
     return (
         f"agent-core listening on {base}  (storage: {storage}, llm: {llm}, model: {settings.model})\n"
+        f"Playground: {base}/ (chat in the browser), or `agent-core chat --url {base}` in a terminal\n"
         f"User: {_identity(settings)}\n"
         f"API docs: {base}/docs and {base}/redoc; event protocol: docs/protocol.md\n"
         f"Try:\n"
