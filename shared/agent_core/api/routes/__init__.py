@@ -29,7 +29,9 @@ _GROUPS: dict[str, tuple[str, ...]] = {
     "playground_routes": ("playground",),  # the page at `/`: the local server; the chat function when enabled
 }
 _GROUPS["local"] = tuple(
-    m for group in ("chat", "stream_routes", "submit_routes", "data_routes", "dev_routes", "playground_routes") for m in _GROUPS[group]
+    m
+    for group in ("chat", "stream_routes", "submit_routes", "data_routes", "dev_routes", "playground_routes")
+    for m in _GROUPS[group]
 )
 
 
