@@ -163,7 +163,7 @@ class RunView {
     card.node.append(el("pre", { class: "result", text: "→ " + pretty(shown === undefined ? null : shown) }));
     const url = event.result && typeof event.result.url === "string" ? event.result.url : null;
     if (url) {
-      const name = event.result.name || event.result.file || url.split("?")[0].split("/").pop();
+      const name = String(event.result.name || event.result.file || "file").split("/").pop();
       card.node.append(el("a", { href: url, target: "_blank", rel: "noopener", testid: "data-link", text: "Open " + name }));
     }
   }
@@ -450,7 +450,7 @@ async function loadAgents() {
 
 function showProfile(profile) {
   $("profile-user").textContent = profile.userId;
-  $("timezone").value = profile.timezone || "";
+  if (document.activeElement !== $("timezone")) $("timezone").value = profile.timezone || "";  // not while typed in
   $("facts").replaceChildren(...(profile.facts.length
     ? profile.facts.map((f) => el("li", { text: `${f.aspect} · ${f.key}: ${f.value}` + (f.sourceDate ? ` (${f.sourceDate})` : "") }))
     : [el("li", { class: "meta", text: "nothing yet" })]));
@@ -463,7 +463,10 @@ async function loadProfile() {
 async function setTimezone(e) {
   e.preventDefault();
   clearError();
-  try { showProfile(await api("PATCH", "api/ap/profile", { timezone: $("timezone").value.trim() })); } catch (error) { showError(error); }
+  try {
+    $("timezone").blur();
+    showProfile(await api("PATCH", "api/ap/profile", { timezone: $("timezone").value.trim() }));
+  } catch (error) { showError(error); }
 }
 
 async function eraseProfile() {
@@ -477,7 +480,8 @@ function start() {
   $("token").value = localStorage.getItem("agent-core.token") || "";
   $("token").addEventListener("change", () => {
     localStorage.setItem("agent-core.token", $("token").value.trim());
-    newChat(); refreshChats(); loadProfile();
+    newChat(); refreshChats();
+    if (!$("profile").hidden) loadProfile();
   });
   $("identity").addEventListener("submit", (e) => { e.preventDefault(); $("token").dispatchEvent(new Event("change")); });
   $("agent").addEventListener("change", () => localStorage.setItem("agent-core.agent", $("agent").value));
