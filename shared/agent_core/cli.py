@@ -34,9 +34,9 @@ def _banner(settings: Settings, host: str, port: int) -> str:
         storage += f" in {Path(settings.data_dir).resolve()}"
     return (
         f"agent-core listening on {base}  (storage: {storage}, llm: {llm}, model: {settings.model})\n"
-        f"Playground: {base}/ (chat in the browser), or `agent-core chat --url {base}` in a terminal\n"
         f"User: {_identity(settings)}\n"
         f"API docs: {base}/docs and {base}/redoc; event protocol: docs/protocol.md\n"
+        f"Playground: {base}/ (chat in the browser), or `agent-core chat --url {base}` in a terminal\n"
         f"Try:\n"
         f"  id=$(curl -s -X POST {base}/api/v1/conversations -H 'content-type: application/json' "
         f'-d \'{{"title":"demo"}}\' | python3 -c \'import sys,json;print(json.load(sys.stdin)["conversationId"])\')\n'
