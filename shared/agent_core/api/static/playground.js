@@ -5,6 +5,9 @@
 
 const $ = (id) => document.getElementById(id);
 const state = { chatId: null, runId: null, running: false, agents: [] };
+// Where the API is: the server that served the page, unless it named another base (AGENT_PUBLIC_BASE_URL).
+const API_BASE = (document.body.dataset.apiBase || "").replace(/\/$/, "");
+const endpoint = (path) => (API_BASE ? API_BASE + "/" + path : path);
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -45,7 +48,7 @@ function headers(json) {
 }
 
 async function api(method, path, body) {
-  const response = await fetch(path, { method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) });
+  const response = await fetch(endpoint(path), { method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) });
   if (response.status === 204) return null;
   const text = await response.text();
   let parsed = null;
@@ -349,7 +352,7 @@ async function send(message) {
   if ($("agent").value) body.agentKey = $("agent").value;
   setRunning(true);
   try {
-    const response = await fetch("api/ap/query", { method: "POST", headers: headers(true), body: JSON.stringify(body) });
+    const response = await fetch(endpoint("api/ap/query"), { method: "POST", headers: headers(true), body: JSON.stringify(body) });
     if (!response.ok) {
       let parsed = null;
       try { parsed = await response.json(); } catch { parsed = null; }
