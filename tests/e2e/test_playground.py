@@ -62,9 +62,29 @@ def stub() -> Iterator[OpenAiStub]:
         yield server
 
 
+BOOKING_AGENT = """
+key: booking
+name: Booking
+description: Books tables; the page confirms.
+mode: function
+tools: [time]
+frontendTools:
+  - name: confirm_booking
+    description: Show the booking to the user, who confirms or changes it.
+    parameters: {type: object, properties: {date: {type: string}, guests: {type: integer}}, required: [date]}
+actions:
+  - name: highlight_city
+    description: Highlight a city on the client's map.
+    parameters: {type: object, properties: {city: {type: string}}, required: [city]}
+"""
+
+
 @pytest.fixture(scope="module")
-def stubbed(stub: OpenAiStub) -> Iterator[str]:
+def stubbed(stub: OpenAiStub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    definitions = tmp_path_factory.mktemp("agents")
+    (definitions / "booking.yaml").write_text(BOOKING_AGENT)
     env = {"OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "sk-local", "AGENT_LLM_MAX_RETRIES": "0"}
+    env["AGENT_DEFINITIONS_DIR"] = str(definitions)
     with local_server(**env) as (base, _process):
         yield base
 
@@ -271,4 +291,33 @@ def test_agent_picker_and_profile(browser: Any, offline: str, shots: Path) -> No
     expect(page.locator("#timezone")).to_have_value(default["timezone"])
     erased = httpx.get(offline + "/api/ap/profile", headers={"X-User-Id": "profile-user"}, timeout=30).json()
     assert erased["timezone"] == default["timezone"] != "Europe/Paris"
+    page.context.close()
+
+
+def test_an_agents_own_frontend_tool_and_ui_action(browser: Any, stubbed: str, stub: OpenAiStub) -> None:
+    calls = [
+        {"id": "call_book", "name": "confirm_booking", "arguments": {"date": "2026-12-01", "guests": 2}},
+        {"id": "call_map", "name": "highlight_city", "arguments": {"city": "Paris"}},
+    ]
+    stub.enqueue(StubScript.tool_calls(calls), StubScript.text("Booked for three."))
+    page = _page(browser, stubbed, "booker")
+    page.get_by_test_id("agent-picker").select_option("booking")
+    _send(page, "book a table in Paris on December 1st for two")
+    # The UI action is a card of its own; the frontend tool's form starts from the model's arguments
+    action = page.get_by_test_id("action-card")
+    expect(action).to_contain_text("highlight_city")
+    expect(action.locator(".args")).to_contain_text('"city":"Paris"')
+    form = page.get_by_test_id("frontend-tool-form")
+    editor = form.locator("textarea")
+    expect(editor).to_have_value('{\n  "date": "2026-12-01",\n  "guests": 2\n}')
+    editor.fill('{"date": "2026-12-01", "guests": 3, "confirmed": true}')
+    form.get_by_role("button", name="Submit").click()
+    _done(page, 1)
+    expect(page.get_by_test_id("message-assistant").locator(".content")).to_have_text("Booked for three.")
+    card = page.get_by_test_id("tool-card")
+    expect(card).to_have_attribute("data-tool-name", "confirm_booking")
+    expect(card).to_have_attribute("data-status", "ok")
+    # The run went on with what the page submitted, as the tool's result
+    results = {m["tool_call_id"]: m["content"] for r in stub.requests for m in r["messages"] if m["role"] == "tool"}
+    assert '"guests": 3' in results["call_book"] and '"confirmed": true' in results["call_book"]
     page.context.close()
