@@ -101,7 +101,6 @@ class Printer:
     run_id: str = ""
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)
     mid_line: bool = False
-    thinking: bool = False
 
     def write(self, text: str) -> None:
         self.out.write(text)
@@ -119,8 +118,12 @@ class Printer:
             self.run_id = event["runId"]
             if self.ask is None:  # replayed: show whose turn it was
                 self.line(f"you> {event['message']}")
-        elif kind in {"reasoning.start", "reasoning.snapshot"}:
-            self.line("(thinking) " + event.get("text", ""))
+        elif kind == "reasoning.start":
+            if self.mid_line:
+                self.write("\n")
+            self.write("(thinking) ")
+        elif kind == "reasoning.snapshot":
+            self.line("(thinking) " + event["text"])
         elif kind == "reasoning.delta":
             self.write(event["delta"])
         elif kind == "reasoning.end":

@@ -10,11 +10,13 @@ import re
 import select
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 
 import pytest
 
 from tests.support.local_server import local_server
+from tests.support.openai_stub import OpenAiStub, StubScript
 
 WAIT_S = float(
     os.environ.get("TTY_WAIT_S", "60")
@@ -136,4 +138,33 @@ def test_terminal_chat_streams_tools_asks_cancels_and_replays(server: str) -> No
         term.type("/quit\r")
     finally:
         status = term.wait()
+    assert status == 0
+
+
+def test_terminal_chat_prints_each_piece_as_it_arrives() -> None:
+    # The stub sends chunk n only once the terminal has shown chunk n-1: no buffering anywhere on the way.
+    releases = [threading.Event() for _ in range(8)]
+    script = StubScript.text("Hello", " from", " the stub.", reasoning=["Thinking", " it over"])
+    script.before_chunk = lambda n: releases[n].wait(timeout=60)
+    with OpenAiStub() as stub, local_server(OPENAI_BASE_URL=stub.base_url, OPENAI_API_KEY="sk-local") as (base, _):
+        stub.enqueue(script)
+        term = Terminal(["-m", "agent_core.cli", "chat", "--url", base, "--token", "tty-streamer"])
+        try:
+            term.expect(r"you> ")
+            term.type("say hello\r")
+            term.expect(r"\(thinking\) Thinking")
+            releases[1].set()
+            term.expect(r" it over")
+            for n, piece in [(2, "Hello"), (3, " from"), (4, r" the stub\.")]:
+                releases[n].set()
+                term.expect(piece)
+            for release in releases:
+                release.set()
+            term.expect(r"\n\[done: stop, 11 \+ 7 tokens\]")
+            term.expect(r"you> ")
+            term.type("\x04")  # Ctrl-D leaves
+        finally:
+            for release in releases:
+                release.set()
+            status = term.wait()
     assert status == 0
