@@ -11,7 +11,7 @@ STAMP_LOCAL := $(VENV)/.installed-local
 STAMP_DEV := $(VENV)/.installed-dev
 STAMP_INFRA := $(VENV)/.installed-infra
 
-.PHONY: install run test test-deployed lint format bench clean clean-data
+.PHONY: install run test test-deployed lint format bench clean clean-data browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +34,15 @@ install: $(STAMP_DEV)
 run: $(STAMP_LOCAL)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/agent-core serve --host $(HOST) --port $(PORT)
 
-test: $(STAMP_DEV)
+# The browser tests drive Debian's Chromium (Playwright never downloads a browser of its own): install it
+# where it is missing and apt-get can; otherwise those tests skip, saying so.
+CHROMIUM := /usr/bin/chromium
+browser:
+	@test -x $(CHROMIUM) || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+	  apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null; } || \
+	  echo "make: $(CHROMIUM) could not be installed; the browser tests will skip" >&2
+
+test: $(STAMP_DEV) browser
 	$(BIN)/ruff check shared functions tests bench infra
 	$(BIN)/mypy
 	$(BIN)/python -m pytest

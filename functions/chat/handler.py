@@ -8,12 +8,15 @@ from mangum import Mangum
 
 from agent_core.api import routes
 from agent_core.api.app import build_app
+from agent_core.config import get_settings
 from agent_core.observability import logger, metrics, tracer
 from agent_core.warmup import load_llm_function_dependencies
 
 load_llm_function_dependencies()
 
-_asgi = Mangum(build_app(*routes.chat), lifespan="off")
+# The playground page at `/` only when AGENT_PLAYGROUND_ENABLED (off by default in Lambda).
+_page = routes.playground_routes if get_settings().playground_enabled else ()
+_asgi = Mangum(build_app(*routes.chat, *_page), lifespan="off")
 
 
 @logger.inject_lambda_context(correlation_id_path="requestContext.requestId")

@@ -1,4 +1,5 @@
-"""agent-core serve (the local server with embedded storage and every route) and agent-core jobs."""
+"""agent-core serve (the local server with embedded storage and every route), agent-core jobs, and
+agent-core chat (a terminal client of a running server, in agent_core.chat_client)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def _banner(settings: Settings, host: str, port: int) -> str:
         f"agent-core listening on {base}  (storage: {storage}, llm: {llm}, model: {settings.model})\n"
         f"User: {_identity(settings)}\n"
         f"API docs: {base}/docs and {base}/redoc; event protocol: docs/protocol.md\n"
+        f"Playground: {base}/ (chat in the browser), or `agent-core chat --url {base}` in a terminal\n"
         f"Try:\n"
         f"  id=$(curl -s -X POST {base}/api/v1/conversations -H 'content-type: application/json' "
         f'-d \'{{"title":"demo"}}\' | python3 -c \'import sys,json;print(json.load(sys.stdin)["conversationId"])\')\n'
@@ -283,11 +285,20 @@ def main(argv: list[str] | None = None) -> int:
     serve_cmd = commands.add_parser("serve", help="start the local server with embedded storage")
     serve_cmd.add_argument("--host", default="127.0.0.1")
     serve_cmd.add_argument("--port", type=int, default=8000)
+    chat_cmd = commands.add_parser("chat", help="chat in the terminal with a running server (local or deployed)")
+    chat_cmd.add_argument("--url", default="http://127.0.0.1:8000", help="the server (default: %(default)s)")
+    chat_cmd.add_argument("--token", help="sent as Authorization: Bearer (locally: the user name; deployed: a JWT)")
+    chat_cmd.add_argument("--agent", help="the agent to talk to (default: the server's)")
+    chat_cmd.add_argument("--chat", help="open this chat first")
     jobs_cmd = commands.add_parser("jobs", help="run the scheduled jobs or enqueue daily summaries, then wait")
     add_jobs_commands(jobs_cmd)
     args = parser.parse_args(argv)
     if args.command == "serve":
         serve(args.host, args.port)
+    elif args.command == "chat":
+        from agent_core.chat_client import run_chat
+
+        return run_chat(args.url, args.token, args.agent, args.chat, sys.stdout)
     elif args.command == "jobs":
         return run_jobs_command(args, jobs_cmd)
     return 0

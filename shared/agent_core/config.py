@@ -84,6 +84,8 @@ class Settings(BaseSettings):
     # Where clients reach the API (e.g. https://api.example.com/prod): data links are built on it. Empty: the
     # gateway address the request came through (stage path included), else root-relative links (local).
     public_base_url: str = Field("", alias="AGENT_PUBLIC_BASE_URL")
+    # The playground page at `/` on the chat function (the local server always serves it).
+    playground_enabled: bool = Field(False, alias="AGENT_PLAYGROUND_ENABLED")
     # Request bounds, checked before any work (413 request_too_large / instructions_too_large, 4xx too_many_items).
     max_body_bytes: int = Field(1048576, ge=1, alias="AGENT_MAX_BODY_BYTES")
     max_input_items: int = Field(500, ge=1, alias="AGENT_MAX_INPUT_ITEMS")

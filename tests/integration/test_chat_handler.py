@@ -136,3 +136,33 @@ def test_a_configured_public_base_url_wins(handler: Any, monkeypatch: pytest.Mon
     module._asgi.app.state.context = None
     url = _saved_file_link(handler, rest_v1_event)
     assert url.startswith("https://api.example.com/agent/api/ap/data?file=")
+
+
+def test_playground_page_only_when_enabled(handler: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    from functions.chat import handler as module
+
+    ctx = FakeLambdaContext()
+    # Off by default: the chat function answers `/` with the API's 404
+    assert handler(http_v2_event("GET", "/", None, {}), ctx)["statusCode"] == 404
+    monkeypatch.setenv("AGENT_PLAYGROUND_ENABLED", "true")
+    monkeypatch.setenv("AGENT_PUBLIC_BASE_URL", "https://api.example.com/prod")
+    get_settings.cache_clear()
+    try:
+        enabled = importlib.reload(module)
+        page = enabled.handler(http_v2_event("GET", "/", None, {}), ctx)
+        assert page["statusCode"] == 200 and page["headers"]["content-type"].startswith("text/html")
+        assert 'data-testid="composer"' in page["body"]
+        # The page calls the API through the gateway (AGENT_PUBLIC_BASE_URL), and only there
+        assert '<body data-api-base="https://api.example.com/prod">' in page["body"]
+        assert "connect-src 'self' https://api.example.com;" in page["headers"]["content-security-policy"]
+        script = enabled.handler(http_v2_event("GET", "/playground/playground.js", None, {}), ctx)
+        assert script["statusCode"] == 200 and "api/ap/query" in script["body"]
+        missing = enabled.handler(http_v2_event("GET", "/playground/../config.py", None, {}), ctx)
+        assert missing["statusCode"] == 404
+    finally:
+        monkeypatch.delenv("AGENT_PLAYGROUND_ENABLED")
+        monkeypatch.delenv("AGENT_PUBLIC_BASE_URL")
+        get_settings.cache_clear()
+        importlib.reload(module)

@@ -68,9 +68,12 @@ def test_api_docs_and_their_scripts_are_served_by_the_local_server(server: tuple
     assert status == 200 and {"get", "patch", "delete"} <= set(spec["paths"]["/api/ap/profile"])
     # The start-up banner names the local identity rule and the docs.
     assert process.stdout is not None
-    banner = [process.stdout.readline() for _ in range(2)]
+    banner = [process.stdout.readline() for _ in range(3)]
     assert banner[0].startswith("User: the X-User-Id header, else Authorization: Bearer <user>")
     assert "local-user" in banner[0] and f"{base}/docs" in banner[1]
+    assert banner[2].startswith(f"Playground: {base}/ ") and f"agent-core chat --url {base}" in banner[2]
+    with urllib.request.urlopen(base + "/", timeout=30) as response:
+        assert 'data-testid="composer"' in response.read().decode()
 
 
 def test_a_busy_port_fails_with_one_clear_line_and_no_banner() -> None:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     submit_routes: tuple[APIRouter, ...]
     data_routes: tuple[APIRouter, ...]
     dev_routes: tuple[APIRouter, ...]
+    playground_routes: tuple[APIRouter, ...]
     local: tuple[APIRouter, ...]
 
 _GROUPS: dict[str, tuple[str, ...]] = {
@@ -25,9 +26,12 @@ _GROUPS: dict[str, tuple[str, ...]] = {
     "submit_routes": ("submit",),
     "data_routes": ("data",),
     "dev_routes": ("dev",),  # the local server only; 404 in Lambda
+    "playground_routes": ("playground",),  # the page at `/`: the local server; the chat function when enabled
 }
 _GROUPS["local"] = tuple(
-    m for group in ("chat", "stream_routes", "submit_routes", "data_routes", "dev_routes") for m in _GROUPS[group]
+    m
+    for group in ("chat", "stream_routes", "submit_routes", "data_routes", "dev_routes", "playground_routes")
+    for m in _GROUPS[group]
 )
 
 

@@ -1,0 +1,323 @@
+"""The playground page at `/` in headless Chromium (Debian's, driven by Playwright), against `agent-core serve`:
+the offline model for tools, frontend tools and cancel; the scripted OpenAI stub for reasoning, lockstep
+streaming and a model failure. One browser for the module; each test gets its own context and user.
+
+Screenshots of the main states go to a temporary directory, or to PLAYGROUND_SCREENSHOTS_DIR (the README's
+images: `PLAYGROUND_SCREENSHOTS_DIR=docs/images .venv/bin/python -m pytest tests/e2e/test_playground.py`).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.local_server import local_server
+from tests.support.openai_stub import OpenAiStub, StubScript
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is a test dependency (make install)")
+expect = playwright_api.expect
+
+CHROMIUM = "/usr/bin/chromium"
+# Debian's Chromium as root, on a machine with no outside network: no sandbox, no GPU, no background traffic.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+WAIT_MS = 30_000  # an upper bound for the page to catch up on a loaded machine, not a timing assertion
+
+pytestmark = pytest.mark.skipif(
+    not os.access(CHROMIUM, os.X_OK),
+    reason=f"no {CHROMIUM}: install Debian's chromium package (`apt-get install -y chromium`; .ci/run does)",
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    expect.set_options(timeout=WAIT_MS)
+    with playwright_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def offline() -> Iterator[str]:
+    with local_server() as (base, _process):
+        yield base
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[OpenAiStub]:
+    with OpenAiStub() as server:
+        yield server
+
+
+BOOKING_AGENT = """
+key: booking
+name: Booking
+description: Books tables; the page confirms.
+mode: function
+tools: [time]
+frontendTools:
+  - name: confirm_booking
+    description: Show the booking to the user, who confirms or changes it.
+    parameters: {type: object, properties: {date: {type: string}, guests: {type: integer}}, required: [date]}
+actions:
+  - name: highlight_city
+    description: Highlight a city on the client's map.
+    parameters: {type: object, properties: {city: {type: string}}, required: [city]}
+"""
+
+
+@pytest.fixture(scope="module")
+def stubbed(stub: OpenAiStub, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    definitions = tmp_path_factory.mktemp("agents")
+    (definitions / "booking.yaml").write_text(BOOKING_AGENT)
+    env = {"OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "sk-local", "AGENT_LLM_MAX_RETRIES": "0"}
+    env["AGENT_DEFINITIONS_DIR"] = str(definitions)
+    with local_server(**env) as (base, _process):
+        yield base
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    chosen = os.environ.get("PLAYGROUND_SCREENSHOTS_DIR")
+    path = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _page(browser: Any, base: str, user: str) -> Any:
+    """A fresh browser context whose page is signed in as `user` (the token box, as a person would)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.goto(base + "/")
+    page.locator("#token").fill(user)
+    page.locator("#token").press("Enter")
+    expect(page.get_by_test_id("agent-picker").locator("option")).not_to_have_count(0)
+    return page
+
+
+def _send(page: Any, message: str) -> None:
+    page.get_by_test_id("composer").fill(message)
+    page.get_by_test_id("send").click()
+
+
+def _done(page: Any, count: int) -> None:
+    """Wait until `count` runs of the page ended (each ends with one terminal line)."""
+    expect(page.locator(".message.assistant .meta").filter(has_text="done (")).to_have_count(count)
+
+
+def test_an_answer_streams_token_by_token_with_reasoning_collapsed(
+    browser: Any, stubbed: str, stub: OpenAiStub, shots: Path
+) -> None:
+    # The stub sends chunk n only once the page has shown chunk n-1: each piece is on screen before the
+    # next one exists, so the page renders deltas as they arrive (no buffering).
+    releases = [threading.Event() for _ in range(8)]
+    script = StubScript.text("Hello", " from", " the stub.", reasoning=["Thinking", " it over"])
+    script.before_chunk = lambda n: releases[n].wait(timeout=60)
+    stub.enqueue(script)
+    page = _page(browser, stubbed, "streamer")
+    _send(page, "say hello")
+    expect(page.get_by_test_id("message-user")).to_have_text("say hello")
+    reasoning = page.locator("details.reasoning")
+    answer = page.get_by_test_id("message-assistant").locator(".content")
+    expect(reasoning.locator("pre")).to_have_text("Thinking")
+    expect(reasoning).not_to_have_attribute("open", "")  # collapsed
+    expect(page.get_by_test_id("cancel")).to_be_enabled()
+    releases[1].set()
+    expect(reasoning.locator("pre")).to_have_text("Thinking it over")
+    expect(answer).to_have_count(0)
+    for n, shown in [(2, "Hello"), (3, "Hello from"), (4, "Hello from the stub.")]:
+        releases[n].set()
+        expect(answer).to_have_text(shown)
+        if n == 3:
+            page.screenshot(path=shots / "playground-streaming.png")
+    for release in releases:
+        release.set()
+    _done(page, 1)
+    expect(page.get_by_test_id("send")).to_be_enabled()
+    expect(page.get_by_test_id("cancel")).to_be_disabled()
+    # The new chat is listed and current
+    expect(page.get_by_test_id("chat-list").locator("li.current")).to_have_text("say hello")
+    page.context.close()
+
+
+def test_parallel_tool_cards_a_data_link_then_reload_replays_the_same(browser: Any, offline: str, shots: Path) -> None:
+    page = _page(browser, offline, "tools-user")
+    _send(page, "what time is it in Tokyo and in London?")
+    _done(page, 1)
+    cards = page.get_by_test_id("tool-card")
+    expect(cards).to_have_count(2)
+    for card, zone in zip(cards.all(), ["Asia/Tokyo", "Europe/London"], strict=True):
+        assert card.get_attribute("data-tool-name") == "time"
+        expect(card).to_have_attribute("data-status", "ok")
+        expect(card.locator(".args")).to_contain_text(zone)
+        expect(card.locator(".result")).to_contain_text('"weekday"')
+        expect(card.locator(".duration")).to_contain_text(" ms")
+    # Both calls belong to one step of one answer
+    expect(page.get_by_test_id("message-assistant").first.get_by_test_id("tool-card")).to_have_count(2)
+    page.screenshot(path=shots / "playground-tools.png")
+
+    # A data file, opened through its signed link
+    _send(page, "save this as notes.txt: meet at 3pm")
+    _done(page, 2)
+    link = page.get_by_test_id("data-link")
+    expect(link).to_have_text("Open notes.txt")
+    download = httpx.get(offline + str(link.get_attribute("href")), timeout=30)
+    assert download.status_code == 200 and download.text == "meet at 3pm"
+
+    # Reload: the chat is reopened from GET /api/ap/chat and reads exactly as it did live
+    live = page.locator("#messages").inner_text()
+    page.reload()
+    _done(page, 2)
+    assert page.locator("#messages").inner_text() == live
+    expect(page.get_by_test_id("tool-card")).to_have_count(3)
+
+    # New chat empties the page; the list opens the stored one again, the same
+    page.get_by_test_id("new-chat").click()
+    expect(page.get_by_test_id("message-user")).to_have_count(0)
+    page.get_by_test_id("chat-list").locator("li button").first.click()
+    _done(page, 2)
+    assert page.locator("#messages").inner_text() == live
+    page.context.close()
+
+
+def test_ask_user_form_answered_and_the_run_completes(browser: Any, offline: str, shots: Path) -> None:
+    page = _page(browser, offline, "asked-user")
+    _send(page, 'ask me to pick "tea" or "coffee"')
+    form = page.get_by_test_id("frontend-tool-form")
+    expect(form).to_be_visible()
+    expect(form.locator(".question")).to_contain_text("tea")
+    card = page.get_by_test_id("tool-card")
+    expect(card).to_have_attribute("data-status", "waiting")
+    expect(page.get_by_test_id("cancel")).to_be_enabled()  # the run is waiting for the page
+    page.screenshot(path=shots / "playground-ask-user.png")
+    form.get_by_role("button", name="coffee").click()
+    _done(page, 1)
+    expect(form).to_have_count(0)
+    expect(card).to_have_attribute("data-status", "ok")
+    expect(card.locator(".submitted")).to_contain_text('"answer":"coffee"')
+    # The run went on with the answer: the model's reply quotes it
+    expect(page.get_by_test_id("message-assistant").locator(".content")).to_contain_text('"answer": "coffee"')
+    page.context.close()
+
+
+def test_cancel_ends_a_waiting_run(browser: Any, offline: str) -> None:
+    page = _page(browser, offline, "canceller")
+    _send(page, "ask me anything")
+    expect(page.get_by_test_id("frontend-tool-form")).to_be_visible()
+    page.get_by_test_id("cancel").click()
+    expect(page.locator(".message.assistant .meta").filter(has_text="cancelled")).to_have_count(1)
+    expect(page.get_by_test_id("frontend-tool-form")).to_have_count(0)
+    expect(page.get_by_test_id("tool-card")).to_have_attribute("data-status", "not answered")
+    expect(page.get_by_test_id("send")).to_be_enabled()
+    # The chat takes the next message at once (the cancelled run released it)
+    _send(page, "hello again")
+    _done(page, 1)
+    page.context.close()
+
+
+def test_errors_are_shown_readably(browser: Any, offline: str, stubbed: str, stub: OpenAiStub, shots: Path) -> None:
+    # 409: a second page sends to a chat whose run is still waiting for the first page
+    first = _page(browser, offline, "busy-user")
+    _send(first, "ask me to choose")
+    expect(first.get_by_test_id("frontend-tool-form")).to_be_visible()
+    chat_url = first.url
+    assert "#chat=" in chat_url
+    second = first.context.new_page()
+    second.goto(chat_url)
+    expect(second.get_by_test_id("chat-list").locator("li.current")).to_have_count(1)  # the chat is open
+    _send(second, "are you there?")
+    error = second.get_by_test_id("error")
+    expect(error).to_be_visible()
+    expect(error).to_contain_text("409 run_in_progress")
+    expect(error).to_contain_text("answering another message")
+    second.screenshot(path=shots / "playground-error.png")
+    first.get_by_test_id("cancel").click()
+    expect(first.locator(".message.assistant .meta").filter(has_text="cancelled")).to_have_count(1)
+
+    # 413: a message over the server's bound is refused before any work
+    _send(first, "x" * 40_000)
+    expect(first.get_by_test_id("error")).to_contain_text("413")
+    expect(first.get_by_test_id("error")).to_contain_text("too large")
+    first.context.close()
+
+    # The model is down: the run's terminal run.error, shown as the 502 it is on the buffered routes
+    stub.enqueue(StubScript.error(503, "upstream overloaded"))
+    page = _page(browser, stubbed, "unlucky-user")
+    _send(page, "hello?")
+    expect(page.get_by_test_id("error")).to_contain_text("llm_unavailable")
+    expect(page.get_by_test_id("error")).to_contain_text("model could not be reached")
+    expect(page.locator(".meta.failed")).to_contain_text("llm_unavailable")
+    page.get_by_test_id("error").get_by_role("button").click()
+    expect(page.get_by_test_id("error")).to_be_hidden()
+    page.context.close()
+
+
+def test_agent_picker_and_profile(browser: Any, offline: str, shots: Path) -> None:
+    page = _page(browser, offline, "profile-user")
+    picker = page.get_by_test_id("agent-picker")
+    keys = [o.get_attribute("value") for o in picker.locator("option").all()]
+    assert "main-agent" in keys
+    page.locator("#profile-toggle").click()
+    profile = page.get_by_test_id("profile")
+    expect(profile).to_be_visible()
+    expect(profile.locator("#profile-user")).to_have_text("profile-user")
+    page.locator("#timezone").fill("Europe/Paris")
+    profile.get_by_role("button", name="Set").click()
+    expect(page.locator("#timezone")).to_have_value("Europe/Paris")
+    stored = httpx.get(offline + "/api/ap/profile", headers={"X-User-Id": "profile-user"}, timeout=30).json()
+    assert stored["timezone"] == "Europe/Paris"
+    page.screenshot(path=shots / "playground-profile.png")
+    # A bad zone is the server's 400, shown
+    page.locator("#timezone").fill("Mars/Olympus")
+    profile.get_by_role("button", name="Set").click()
+    expect(page.get_by_test_id("error")).to_contain_text("400 invalid_timezone")
+    # Erase (the confirm dialog is accepted): the zone is the default again
+    profile.get_by_role("button", name="Erase profile").click()
+    default = httpx.get(offline + "/api/ap/profile", headers={"X-User-Id": "someone-else"}, timeout=30).json()
+    expect(page.locator("#timezone")).to_have_value(default["timezone"])
+    erased = httpx.get(offline + "/api/ap/profile", headers={"X-User-Id": "profile-user"}, timeout=30).json()
+    assert erased["timezone"] == default["timezone"] != "Europe/Paris"
+    page.context.close()
+
+
+def test_an_agents_own_frontend_tool_and_ui_action(browser: Any, stubbed: str, stub: OpenAiStub) -> None:
+    calls = [
+        {"id": "call_book", "name": "confirm_booking", "arguments": {"date": "2026-12-01", "guests": 2}},
+        {"id": "call_map", "name": "highlight_city", "arguments": {"city": "Paris"}},
+    ]
+    stub.enqueue(StubScript.tool_calls(calls), StubScript.text("Booked for three."))
+    page = _page(browser, stubbed, "booker")
+    page.get_by_test_id("agent-picker").select_option("booking")
+    _send(page, "book a table in Paris on December 1st for two")
+    # The UI action is a card of its own; the frontend tool's form starts from the model's arguments
+    action = page.get_by_test_id("action-card")
+    expect(action).to_contain_text("highlight_city")
+    expect(action.locator(".args")).to_contain_text('"city":"Paris"')
+    form = page.get_by_test_id("frontend-tool-form")
+    editor = form.locator("textarea")
+    expect(editor).to_have_value('{\n  "date": "2026-12-01",\n  "guests": 2\n}')
+    editor.fill('{"date": "2026-12-01", "guests": 3, "confirmed": true}')
+    form.get_by_role("button", name="Submit").click()
+    _done(page, 1)
+    expect(page.get_by_test_id("message-assistant").locator(".content")).to_have_text("Booked for three.")
+    card = page.get_by_test_id("tool-card")
+    expect(card).to_have_attribute("data-tool-name", "confirm_booking")
+    expect(card).to_have_attribute("data-status", "ok")
+    # The run went on with what the page submitted, as the tool's result
+    results = {m["tool_call_id"]: m["content"] for r in stub.requests for m in r["messages"] if m["role"] == "tool"}
+    assert '"guests": 3' in results["call_book"] and '"confirmed": true' in results["call_book"]
+    page.context.close()

@@ -1,0 +1,170 @@
+"""`agent-core chat` driven through a pseudo-terminal (stdlib pty: a real tty, so Ctrl-C is a SIGINT) against
+`agent-core serve` with the offline model: tool lines, an ask_user prompt answered at the keyboard, cancel,
+the chat commands and a replayed chat."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.local_server import local_server
+from tests.support.openai_stub import OpenAiStub, StubScript
+
+WAIT_S = float(
+    os.environ.get("TTY_WAIT_S", "60")
+)  # an upper bound for the client to catch up on a loaded machine, not a timing assertion
+
+
+class Terminal:
+    """A child process on a pseudo-terminal: type into it, wait for what it prints."""
+
+    def __init__(self, argv: list[str]) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_", "AWS_"))}
+        env["PYTHONIOENCODING"] = "utf-8"
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: the pty is its controlling terminal
+            os.execve(sys.executable, [sys.executable, *argv], env)
+        self.seen = ""  # everything printed so far
+        self.pos = 0  # where the next expect starts looking
+
+    def type(self, text: str) -> None:
+        os.write(self.fd, text.encode())
+
+    def expect(self, pattern: str) -> re.Match[str]:
+        """Wait until `pattern` (a regex) appears after the last match; fail with the screen if it does not."""
+        regex = re.compile(pattern)
+        while True:
+            found = regex.search(self.seen, self.pos)
+            if found:
+                self.pos = found.end()
+                return found
+            ready, _, _ = select.select([self.fd], [], [], WAIT_S)
+            chunk = os.read(self.fd, 65536) if ready else b""
+            if not chunk:
+                raise AssertionError(f"{pattern!r} never appeared; the terminal showed:\n{self.seen[self.pos :]}")
+            self.seen += chunk.decode(errors="replace").replace("\r\n", "\n")
+
+    def wait(self) -> int:
+        """The exit status once the child closed the terminal (killed if it does not within the bound)."""
+        closed = False
+        while not closed and select.select([self.fd], [], [], WAIT_S)[0]:
+            try:
+                closed = not os.read(self.fd, 65536)
+            except OSError:  # EIO: the child's side is closed
+                closed = True
+        if not closed:  # a failed expect left it running: stop it
+            os.kill(self.pid, signal.SIGKILL)
+        _, status = os.waitpid(self.pid, 0)
+        os.close(self.fd)
+        return os.waitstatus_to_exitcode(status)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    with local_server() as (base, _process):
+        yield base
+
+
+def test_terminal_chat_streams_tools_asks_cancels_and_replays(server: str) -> None:
+    term = Terminal(["-m", "agent_core.cli", "chat", "--url", server, "--token", "tty-user"])
+    try:
+        term.expect(r"agent-core chat on ")
+        term.expect(r"you> ")
+        # Two tool calls, one line each when they run and one with status and duration when they finish
+        term.type("what time is it in Tokyo and in London?\r")
+        term.expect(r'⚙ time \{"timezone": "Asia/Tokyo"\} … backend')
+        term.expect(r'⚙ time \{"timezone": "Europe/London"\} … backend')
+        term.expect(r"✓ time ok \d+ ms → ")
+        term.expect(r"✓ time ok \d+ ms → ")
+        term.expect(r"\[offline model\] Tool results:")
+        term.expect(r"\[done: stop, \d+ \+ \d+ tokens\]")
+        term.expect(r"you> ")
+        # ask_user at the keyboard: a choice by its number; the run goes on with the answer
+        term.type('ask me to pick "tea" or "coffee"\r')
+        term.expect(r"\? ask me to pick")
+        term.expect(r"1\) tea")
+        term.expect(r"2\) coffee")
+        term.expect(r"answer> ")
+        term.type("2\r")
+        term.expect(r'answered: \{"answer": "coffee"\}')
+        term.expect(r'✓ ask_user ok \d+ ms → \{"answer": "coffee"\}')
+        term.expect(r'\{"answer": "coffee"\}')  # the model's answer quotes it
+        term.expect(r"\[done: stop")
+        term.expect(r"you> ")
+        # The chat is listed (current, marked *); its id for /open below
+        term.type("/chats\r")
+        chat_id = term.expect(r"\* (c_\w+) .*what time is it in Tokyo").group(1)
+        term.expect(r"you> ")
+        # Agents: listed, an unknown one refused, a known one chosen
+        term.type("/agent\r")
+        term.expect(r"main-agent")
+        term.expect(r"you> ")
+        term.type("/agent no-such-agent\r")
+        term.expect(r"no agent 'no-such-agent'")
+        term.expect(r"you> ")
+        term.type("/agent main-agent\r")
+        term.expect(r"\(agent main-agent\)")
+        term.expect(r"you> ")
+        # A new chat; Ctrl-C at a frontend tool's prompt cancels the run
+        term.type("/new\r")
+        term.expect(r"\(new chat\)")
+        term.expect(r"you> ")
+        term.type("ask me anything\r")
+        term.expect(r"answer> ")
+        term.type("\x03")
+        term.expect(r"\(cancelling\)")
+        term.expect(r"\[cancelled\]")
+        term.expect(r"you> ")
+        # /open replays the first chat: the same lines as live
+        term.type(f"/open {chat_id}\r")
+        term.expect(r"you> what time is it in Tokyo and in London\?")
+        term.expect(r"✓ time ok \d+ ms")
+        term.expect(r"you> ask me to pick")
+        term.expect(r'answered: \{"answer": "coffee"\}')
+        term.expect(rf"\(chat {chat_id}: ")
+        term.expect(r"you> ")
+        # A server error is one readable line, and the session goes on
+        term.type("/open c_nosuchchat\r")
+        term.expect(r"error 404 chat_not_found: chat not found")
+        term.expect(r"you> ")
+        term.type("/quit\r")
+    finally:
+        status = term.wait()
+    assert status == 0
+
+
+def test_terminal_chat_prints_each_piece_as_it_arrives() -> None:
+    # The stub sends chunk n only once the terminal has shown chunk n-1: no buffering anywhere on the way.
+    releases = [threading.Event() for _ in range(8)]
+    script = StubScript.text("Hello", " from", " the stub.", reasoning=["Thinking", " it over"])
+    script.before_chunk = lambda n: releases[n].wait(timeout=60)
+    with OpenAiStub() as stub, local_server(OPENAI_BASE_URL=stub.base_url, OPENAI_API_KEY="sk-local") as (base, _):
+        stub.enqueue(script)
+        term = Terminal(["-m", "agent_core.cli", "chat", "--url", base, "--token", "tty-streamer"])
+        try:
+            term.expect(r"you> ")
+            term.type("say hello\r")
+            term.expect(r"\(thinking\) Thinking")
+            releases[1].set()
+            term.expect(r" it over")
+            for n, piece in [(2, "Hello"), (3, " from"), (4, r" the stub\.")]:
+                releases[n].set()
+                term.expect(piece)
+            for release in releases:
+                release.set()
+            term.expect(r"\n\[done: stop, 11 \+ 7 tokens\]")
+            term.expect(r"you> ")
+            term.type("\x04")  # Ctrl-D leaves
+        finally:
+            for release in releases:
+                release.set()
+            status = term.wait()
+    assert status == 0
