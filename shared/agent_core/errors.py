@@ -70,9 +70,25 @@ class LlmUnavailable(AgentError):
     code = "llm_unavailable"
     status = 502
     type = "server_error"
+    # Whether another model of the fallback chain may answer instead (when no output was produced yet).
+    fallback_ok = True
 
 
 class LlmRejectedTools(LlmUnavailable):
     """The provider refused the request because of its `tools` (HTTP 400 naming them)."""
 
     code = "llm_rejected_tools"
+    fallback_ok = False
+
+
+class LlmRequestInvalid(LlmUnavailable):
+    """The provider refused the request as malformed (HTTP 400, Bedrock's ValidationException): not retried."""
+
+    code = "llm_request_invalid"
+    fallback_ok = False
+
+
+class LlmAccessDenied(LlmUnavailable):
+    """The provider refused the credentials (Bedrock's AccessDeniedException): a configuration error."""
+
+    code = "llm_access_denied"

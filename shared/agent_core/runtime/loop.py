@@ -125,10 +125,12 @@ class TurnRunner:
                 async for event in route_and_run(self):
                     for envelope in self._emit(event):
                         yield envelope
-                terminal, status = RunComplete.of(self.finish_reason, self.outcome.usage), RunStatus.COMPLETED
+                terminal = RunComplete.of(self.finish_reason, self.outcome.usage, self.outcome.answered_by)
+                status = RunStatus.COMPLETED
             except DeadlineReached:
                 self.finish_reason = "deadline"
-                terminal, status = RunComplete.of("deadline", self.outcome.usage), RunStatus.COMPLETED
+                terminal = RunComplete.of("deadline", self.outcome.usage, self.outcome.answered_by)
+                status = RunStatus.COMPLETED
             except RunCancelled as cancelled:
                 terminal, status = RunCancel(reason=cancelled.reason), RunStatus.CANCELLED
             except AgentError as error:
@@ -265,6 +267,8 @@ class TurnRunner:
                     delta = await self.next_item(stream)
                 except StopAsyncIteration:
                     break
+                if delta.model:
+                    self.outcome.answered_by = delta.model
                 if self.outcome.first_token_at is None and (delta.content or delta.reasoning or delta.tool_calls):
                     self.outcome.first_token_at = time.monotonic() - self.started
                 events = assembler.feed(delta)

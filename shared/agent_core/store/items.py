@@ -210,6 +210,7 @@ def run_to_item(run: Run) -> Item:
         "result": run.result.model_dump_json() if run.result else None,
         "snapshot": json.dumps(run.snapshot, ensure_ascii=False) if run.snapshot is not None else None,
         "snapshotKey": run.snapshot_key,
+        "answeredBy": run.answered_by,
         "cancelRequested": True if run.cancel_requested else None,
     }
     item.update({k: v for k, v in optional.items() if v is not None})
@@ -236,6 +237,7 @@ def run_from_item(item: Item) -> Run:
         cancel_requested=bool(item.get("cancelRequested", False)),
         snapshot=json.loads(item["snapshot"]) if item.get("snapshot") else None,
         snapshot_key=item.get("snapshotKey"),
+        answered_by=item.get("answeredBy"),
     )
 
 
