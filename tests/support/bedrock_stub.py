@@ -13,7 +13,7 @@ import json
 import struct
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -209,6 +209,8 @@ class BedrockStub:
         self.default_reply = default_reply
         self.calls: list[BedrockCall] = []
         self._scripts: deque[BedrockScript] = deque()
+        # Consulted before the queue: a script chosen by the request (calls whose order is not fixed).
+        self.responder: Callable[[BedrockCall], BedrockScript | None] | None = None
         self._lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.stub = self
@@ -230,7 +232,10 @@ class BedrockStub:
 
     def _record(self, model_id: str, body: dict[str, Any], headers: dict[str, str]) -> BedrockScript:
         with self._lock:
-            self.calls.append(BedrockCall(model_id, body, headers))
+            call = BedrockCall(model_id, body, headers)
+            self.calls.append(call)
+            if self.responder is not None and (script := self.responder(call)) is not None:
+                return script
             return self._scripts.popleft() if self._scripts else BedrockScript.text(self.default_reply)
 
     def start(self) -> BedrockStub:
