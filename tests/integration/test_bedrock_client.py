@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from typing import Any
 
 import pytest
@@ -115,6 +116,21 @@ async def test_two_tool_calls_after_text_get_indexes_in_stream_order(bedrock_stu
         1: {"timezone": "Europe/London"},
     }
     assert bedrock_stub.requests[0]["toolConfig"]["toolChoice"] == {"any": {}}
+
+
+async def test_each_event_is_yielded_as_it_arrives(bedrock_stub: BedrockStub) -> None:
+    # Given a stream that sends nothing after the first delta until the test has seen that delta
+    gate = threading.Event()
+    script = BedrockScript(frames=BedrockScript.text("first", "second").frames, gate=gate)
+    bedrock_stub.enqueue(script)
+    seen: list[str] = []
+    async for delta in _client().stream(_request()):
+        if delta.content:
+            # Then the first delta arrived while the rest was still held back (no buffering on the way)
+            assert gate.is_set() == bool(seen)
+            seen.append(delta.content)
+            gate.set()
+    assert seen == ["first", "second"] and not script.gate_timed_out
 
 
 async def test_reasoning_content_becomes_reasoning_deltas(bedrock_stub: BedrockStub) -> None:

@@ -75,6 +75,9 @@ class BedrockScript:
     """One scripted answer: stream frames, or an HTTP error (status, AWS error type, message)."""
 
     frames: list[Frame] = field(default_factory=list)
+    # Frames after the first content delta wait for this event (proves the client reads without buffering).
+    gate: threading.Event | None = None
+    gate_timed_out: bool = False  # set when the gate was never opened (the client saw nothing before it)
     status: int = 200
     error_type: str = ""
     error_message: str = ""
@@ -171,7 +174,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("x-amzn-RequestId", "stub-request")
         self.end_headers()
+        gated = False
         for frame in script.frames:
+            if script.gate is not None and gated and not script.gate.wait(timeout=10):
+                script.gate_timed_out = True
+            gated = gated or frame.type == "contentBlockDelta"
             data = frame.encode()
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
