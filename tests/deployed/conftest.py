@@ -20,6 +20,7 @@ from tests.support.jwks import JWKS_AUDIENCE, JWKS_ISSUER, JwksServer
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 _REPORT: list[str] = []
+BEDROCK_MODEL = "us.amazon.nova-pro-v1:0"  # the bedrock variant's model: a cross-Region inference profile
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -46,6 +47,7 @@ def stack(jwks: JwksServer) -> Iterator[DeployedStack]:
             "corsOrigins": "https://app.example.com,https://admin.example.com",
         },
         "iam": {"authMode": "iam"},
+        "bedrock": {"llmProvider": "bedrock", "model": BEDROCK_MODEL},
     }
     try:
         deployed = DeployedStack.start(variants=variants)
