@@ -244,6 +244,23 @@ async def test_access_denied_is_a_configuration_error_naming_the_model(bedrock_s
     assert len(bedrock_stub.calls) == 1
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Invocation of model ID anthropic.claude-sonnet-4 with on-demand throughput isn't supported. Retry your "
+        "request with the ID or ARN of an inference profile that contains this model.",
+        "The provided model identifier is invalid.",
+    ],
+)
+async def test_a_model_id_the_region_cannot_serve_is_a_configuration_error(
+    bedrock_stub: BedrockStub, message: str
+) -> None:
+    bedrock_stub.enqueue(BedrockScript.error(400, "ValidationException", message))
+    with pytest.raises(LlmAccessDenied) as caught:
+        await _collect(_client(), _request())
+    assert caught.value.fallback_ok and "check AGENT_MODEL" in caught.value.message
+
+
 def test_the_bedrock_path_does_not_import_openai() -> None:
     code = (
         "import sys\n"

@@ -31,6 +31,9 @@ RETRYABLE_CODES = frozenset(
 CONFIGURATION_CODES = frozenset(
     {"accessdeniedexception", "unrecognizedclientexception", "resourcenotfoundexception", "expiredtokenexception"}
 )
+# ValidationException messages that mean the model id itself is wrong for this account or Region (a
+# configuration error another model of the fallback chain may not have), not a malformed request.
+MODEL_ID_PROBLEMS = ("on-demand throughput", "model identifier", "inference profile")
 _END = object()
 
 
@@ -116,10 +119,10 @@ class BedrockLlmClient:
         if attempt:
             text += f" after {attempt} {'retry' if attempt == 1 else 'retries'}"
         lowered = code.lower()
-        if lowered == "validationexception":
+        if lowered == "validationexception" and not any(p in message.lower() for p in MODEL_ID_PROBLEMS):
             mentions_tools = "tool" in message.lower() or "function" in message.lower()
             return (LlmRejectedTools if request.tools and mentions_tools else LlmRequestInvalid)(text)
-        if lowered in CONFIGURATION_CODES:
+        if lowered in CONFIGURATION_CODES or lowered == "validationexception":
             return LlmAccessDenied(
                 f"{text}. Bedrock refused model {model!r}: check AGENT_MODEL (a model id or inference profile "
                 "available in this region), that model access is enabled in the Bedrock console, and that the "
