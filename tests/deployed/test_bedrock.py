@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.deployed.conftest import BEDROCK_MODEL
+from tests.deployed.conftest import BEDROCK_MODEL, FALLBACK
 from tests.support.bedrock_stub import BedrockScript
-from tests.support.deployed.stack import DeployedStack
+from tests.support.deployed.stack import LLM_API_KEY, DeployedStack
 from tests.support.lambda_events import rest_v1_event
+from tests.support.openai_stub import StubScript
 
 ALICE = {"X-User-Id": "alice"}
 
@@ -50,3 +51,23 @@ def test_the_chat_function_answers_on_bedrock_with_a_tool_call(stack: DeployedSt
         b["toolResult"]["toolUseId"] for m in calls[1].body["messages"] for b in m["content"] if "toolResult" in b
     ]
     assert results == ["tu_1"]
+
+
+def test_access_denied_on_bedrock_falls_back_to_the_openai_model(stack: DeployedStack) -> None:
+    # Given the fallback variant: Bedrock first, then the OpenAI-compatible model with the secret's key
+    variables = stack.definition("chat", "fallback").variables
+    assert variables["AGENT_LLM_FALLBACK"] == FALLBACK and "AGENT_LLM_API_KEY_SECRET" in variables
+    chat = stack.function("chat", "fallback")
+    created = chat.invoke(rest_v1_event("POST", "/api/v1/conversations", {"title": "fallback"}, ALICE))
+    cid = _json(created)["conversationId"]
+    # When Bedrock refuses the model (no model access) before any output
+    stack.bedrock.enqueue(BedrockScript.error(403, "AccessDeniedException", "You don't have access to the model"))
+    stack.llm.enqueue(StubScript.text("From ", "the fallback."))
+    before, openai_before = len(stack.bedrock.calls), len(stack.llm.requests)
+    turn = chat.invoke(rest_v1_event("POST", f"/api/v1/conversations/{cid}/chat", {"message": "hello"}, ALICE))
+    # Then the fallback model answered, called with its own model name and the key from the secret
+    assert turn["statusCode"] == 200, turn
+    assert _json(turn)["assistantMessage"] == "From the fallback."
+    assert len(stack.bedrock.calls) == before + 1, "access denied is not retried"
+    assert [r["model"] for r in stack.llm.requests[openai_before:]] == ["gpt-4.1-mini"]
+    assert stack.llm.authorizations[openai_before:] == [f"Bearer {LLM_API_KEY}"]
