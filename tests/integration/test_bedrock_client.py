@@ -14,7 +14,7 @@ from agent_core.domain.models import Usage
 from agent_core.errors import LlmAccessDenied, LlmRejectedTools, LlmRequestInvalid, LlmUnavailable
 from agent_core.llm.base import LlmDelta, LlmRequest
 from agent_core.llm.bedrock_client import BedrockLlmClient
-from tests.support.bedrock_stub import BedrockScript, BedrockStub, encode_message
+from tests.support.bedrock_stub import BedrockScript, BedrockStub, converse_problem, encode_message
 from tests.support.fixtures import make_settings
 
 PROFILE = "us.anthropic.claude-sonnet-4-20250514-v1:0"
@@ -44,6 +44,17 @@ async def _collect(client: BedrockLlmClient, request: LlmRequest) -> list[LlmDel
 def _request(**fields: Any) -> LlmRequest:
     fields.setdefault("messages", [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}])
     return LlmRequest(model=PROFILE, **fields)
+
+
+def test_the_stub_refuses_what_converse_refuses() -> None:
+    use = {"toolUse": {"toolUseId": "t", "name": "time", "input": {}}}
+    assert converse_problem({"messages": [{"role": "assistant", "content": [{"text": "x"}]}]})
+    assert converse_problem({"messages": [{"role": "user", "content": [{"text": "a"}]}] * 2})
+    assert converse_problem({"messages": [{"role": "user", "content": [{"text": ""}]}]})
+    assert converse_problem(
+        {"messages": [{"role": "user", "content": [{"text": "a"}]}, {"role": "assistant", "content": [use]}]}
+    )
+    assert converse_problem({"messages": [{"role": "user", "content": [{"text": "a"}]}]}) is None
 
 
 def test_the_encoder_writes_what_botocore_parses() -> None:
@@ -194,6 +205,33 @@ async def test_tool_use_and_results_round_trip_with_their_ids(bedrock_stub: Bedr
                 {"toolResult": {"toolUseId": "tu_b", "content": [{"text": "13:00"}]}},
             ],
         },
+    ]
+
+
+async def test_a_call_without_tools_writes_earlier_tool_calls_as_text(bedrock_stub: BedrockStub) -> None:
+    # Converse refuses toolUse/toolResult blocks in a request without toolConfig
+    messages = [
+        {"role": "user", "content": "time?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "tu_a", "type": "function", "function": {"name": "time", "arguments": '{"timezone": "UTC"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "tu_a", "content": "12:00"},
+        {"role": "assistant", "content": "It is noon."},
+        {"role": "user", "content": "thanks"},
+    ]
+    await _collect(_client(), _request(messages=messages))
+    body = bedrock_stub.requests[0]
+    assert "toolConfig" not in body
+    assert body["messages"] == [
+        {"role": "user", "content": [{"text": "time?"}]},
+        {"role": "assistant", "content": [{"text": '[called tool time with {"timezone": "UTC"}]'}]},
+        {"role": "user", "content": [{"text": "[result of time: 12:00]"}]},
+        {"role": "assistant", "content": [{"text": "It is noon."}]},
+        {"role": "user", "content": [{"text": "thanks"}]},
     ]
 
 

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 
 from agent_core.api import routes
 from agent_core.api.app import build_app
@@ -106,6 +107,23 @@ async def test_a_failure_mid_stream_is_a_terminal_error_with_the_user_message_ke
         messages = (await client.get(f"/api/v1/conversations/{cid}/messages")).json()["items"]
     assert [m["role"] for m in messages] == ["USER"]
     assert len(bedrock_stub.calls) == 1, "no retry after output started"
+
+
+@pytest.mark.parametrize(
+    ("script", "code"),
+    [
+        (BedrockScript.error(400, "ValidationException", "messages: malformed"), "llm_request_invalid"),
+        (BedrockScript.error(403, "AccessDeniedException", "not authorized"), "llm_access_denied"),
+    ],
+)
+async def test_refusals_are_502_with_their_code_on_the_blocking_route(
+    bedrock_stub: BedrockStub, script: BedrockScript, code: str
+) -> None:
+    bedrock_stub.enqueue(script)
+    async with _client(_context()) as client:
+        cid = (await client.post("/api/v1/conversations", json={})).json()["conversationId"]
+        response = await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "hi"})
+    assert response.status_code == 502 and response.json()["error"]["code"] == code
 
 
 async def _no_sleep(seconds: float) -> None:
@@ -208,3 +226,31 @@ async def _summary_at_least(context: AppContext, chat_id: str, version: int) -> 
             return summary
         await asyncio.sleep(0.005)
     raise AssertionError(f"no summary version {version}")
+
+
+async def test_a_call_without_tools_after_a_tool_turn_sends_the_history_as_text(bedrock_stub: BedrockStub) -> None:
+    # Given a chain agent whose first turn ran a native tool call (stored as a tool call and its result)
+    bedrock_stub.enqueue(
+        _json({"mode": "react", "reason": "needs a tool"}),
+        BedrockScript.tool_calls([{"id": "tu_1", "name": "time", "input": {"timezone": "UTC"}}]),
+        BedrockScript.text("raw"),
+        BedrockScript.text("It is noon."),
+        _json({"mode": "direct", "reason": "small talk"}),
+        BedrockScript.text("You are welcome."),
+    )
+    context = _context()
+    agent = AgentDefinition(key="main-agent", name="M", mode="chain", strategy="function", tools=["time"])
+    context.deps.agents = AgentCatalog([agent])
+    async with _client(context) as client:
+        cid = (await client.post("/api/v1/conversations", json={})).json()["conversationId"]
+        first = await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "clock please"})
+        assert first.status_code == 200 and first.json()["assistantMessage"] == "It is noon."
+        # When the next turn's intent call (no tools declared) carries that history
+        second = await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "thanks"})
+    # Then Bedrock accepted it (the stub refuses tool blocks without toolConfig, as Converse does)
+    assert second.status_code == 200, second.json()
+    assert second.json()["assistantMessage"] == "You are welcome."
+    intent = bedrock_stub.requests[4]
+    assert "toolConfig" not in intent
+    texts = [b.get("text", "") for m in intent["messages"] for b in m["content"]]
+    assert any(t.startswith("[called tool time") for t in texts) and any(t.startswith("[result of time") for t in texts)

@@ -9,6 +9,7 @@ writes that format itself; the real boto3 client (pointed here with AWS_ENDPOINT
 from __future__ import annotations
 
 import binascii
+import itertools
 import json
 import struct
 import threading
@@ -148,6 +149,22 @@ class BedrockScript:
         return cls(frames=frames)
 
 
+def converse_problem(body: dict[str, Any]) -> str | None:
+    """The ValidationException Bedrock answers for a request breaking Converse's rules, else None."""
+    messages = body.get("messages") or []
+    if not messages or messages[0].get("role") != "user":
+        return "A conversation must start with a user message."
+    roles = [m.get("role") for m in messages]
+    if any(a == b for a, b in itertools.pairwise(roles)):
+        return "A conversation must alternate between user and assistant roles."
+    blocks = [block for m in messages for block in m.get("content") or []]
+    if any(not block for block in blocks) or any(block.get("text") == "" for block in blocks):
+        return "The text field in the ContentBlock object is blank."
+    if "toolConfig" not in body and any("toolUse" in b or "toolResult" in b for b in blocks):
+        return "The toolConfig field must be defined when using toolUse and toolResult content blocks."
+    return None
+
+
 class _Handler(BaseHTTPRequestHandler):
     """Serves POST /model/{modelId}/converse-stream from the owning stub's script queue."""
 
@@ -166,6 +183,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         body: dict[str, Any] = json.loads(raw or b"{}")
         script = self.server.stub._record(unquote(parts[2]), body, dict(self.headers.items()))
+        if (problem := converse_problem(body)) is not None:
+            self._send_error(400, "ValidationException", problem)
+            return
         if script.status >= 400:
             self._send_error(script.status, script.error_type, script.error_message)
             return

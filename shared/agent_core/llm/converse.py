@@ -27,10 +27,14 @@ def converse_request(request: LlmRequest, model: str) -> dict[str, Any]:
 
     System messages (the agent's prompt, extra system blocks, the rolling summary) become `system`, followed
     by a cache point so the stable prefix is cached where the model supports it. Tool results become user
-    `toolResult` blocks; consecutive messages of one role are merged (Converse requires alternation).
+    `toolResult` blocks; consecutive messages of one role are merged (Converse requires alternation). A call
+    that declares no tools cannot carry tool blocks (Converse refuses them without `toolConfig`): earlier
+    tool calls and results are then written as text.
     """
+    declares_tools = bool(request.tools) and request.tool_choice != "none"
     system: list[dict[str, Any]] = []
     messages: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
     for message in request.messages:
         role = message.get("role")
         if role == "system":
@@ -38,6 +42,8 @@ def converse_request(request: LlmRequest, model: str) -> dict[str, Any]:
                 system.append({"text": text})
             continue
         out_role, blocks = _blocks(message)
+        if not declares_tools:
+            blocks = [_as_text(block, names) for block in blocks]
         if not blocks:
             continue
         if messages and messages[-1]["role"] == out_role:
@@ -56,7 +62,7 @@ def converse_request(request: LlmRequest, model: str) -> dict[str, Any]:
         inference["temperature"] = request.temperature
     if inference:
         kwargs["inferenceConfig"] = inference
-    if request.tools and request.tool_choice != "none":
+    if declares_tools:
         config: dict[str, Any] = {"tools": [tool_spec(tool) for tool in request.tools]}
         if (choice := _tool_choice(request.tool_choice)) is not None:
             config["toolChoice"] = choice
@@ -117,6 +123,18 @@ def _blocks(message: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
             blocks.append({"toolUse": {"toolUseId": call["id"], "name": fn.get("name", ""), "input": _args(fn)}})
         return "assistant", blocks
     return "user", blocks
+
+
+def _as_text(block: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """A toolUse / toolResult block as a text block (for calls that declare no tools); others unchanged."""
+    if (use := block.get("toolUse")) is not None:
+        names[use["toolUseId"]] = use["name"]
+        return {"text": f"[called tool {use['name']} with {json.dumps(use['input'], ensure_ascii=False)}]"}
+    if (result := block.get("toolResult")) is not None:
+        name = names.get(result["toolUseId"], "a tool")
+        text = "".join(part.get("text", "") for part in result["content"])
+        return {"text": f"[result of {name}: {text}]"}
+    return block
 
 
 def _args(fn: dict[str, Any]) -> Any:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from agent_core.domain.events import RunError
 from agent_core.domain.models import TurnResult
-from agent_core.errors import AgentError, LlmUnavailable
+from agent_core.errors import AgentError, LlmAccessDenied, LlmRejectedTools, LlmRequestInvalid, LlmUnavailable
 from agent_core.runtime.deps import RunDeps
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import TurnRequest, prepare_turn
+
+# The model's failures keep their class (and so their 502 status) on the blocking routes.
+_LLM_ERRORS = {cls.code: cls for cls in (LlmUnavailable, LlmRejectedTools, LlmRequestInvalid, LlmAccessDenied)}
 
 
 async def run_blocking(deps: RunDeps, request: TurnRequest) -> TurnResult:
@@ -20,8 +23,8 @@ async def run_blocking(deps: RunDeps, request: TurnRequest) -> TurnResult:
         if isinstance(envelope.event, RunError):
             error = envelope.event
     if error is not None:
-        if error.code == LlmUnavailable.code:
-            raise LlmUnavailable(error.message)
+        if (llm_error := _LLM_ERRORS.get(error.code)) is not None:
+            raise llm_error(error.message)
         raise AgentError(error.message, code=error.code)
     assert prepared.result is not None
     return prepared.result
