@@ -48,6 +48,9 @@ class Need(StrEnum):
     QUEUE_SEND = "queue_send"  # SendMessage to the work queue (AGENT_WORK_QUEUE_URL)
     QUEUE_SEND_BATCH = "queue_send_batch"  # sends batches through SendMessageBatch (with QUEUE_SEND)
     LLM_SECRET = "llm_secret"  # GetSecretValue on the LLM API key secret (AGENT_LLM_API_KEY_SECRET)
+    # Calls the model (AGENT_LLM_PROVIDER, AGENT_LLM_FALLBACK): with Bedrock in the chain, InvokeModel and
+    # InvokeModelWithResponseStream on exactly the configured models (infra.components.bedrock)
+    LLM_INVOKE = "llm_invoke"
     DATA_TOKEN_SECRET = "data_token_secret"  # GetSecretValue on the data-link key (AGENT_DATA_TOKEN_SECRET_NAME)
 
 
@@ -162,6 +165,7 @@ _CONVERSATIONS = frozenset(
         Need.BUCKET_DELETE,
         Need.QUEUE_SEND,
         Need.LLM_SECRET,
+        Need.LLM_INVOKE,
         Need.DATA_TOKEN_SECRET,
     }
 )
@@ -244,6 +248,7 @@ WORKER = FunctionSpec(
             Need.BUCKET_WRITE,
             Need.QUEUE_SEND,
             Need.LLM_SECRET,
+            Need.LLM_INVOKE,
             Need.DATA_TOKEN_SECRET,
         }
     ),

@@ -44,6 +44,10 @@ LWA_LAYER_VERSION = 26
 LWA_1_0_LAYER_VERSION = 26
 
 
+LLM_PROVIDERS = ("openai", "azure", "bedrock")
+OPENAI_COMPATIBLE = ("openai", "azure")
+
+
 class SettingsError(ValueError):
     """The context does not describe a deployable stack; the message says what to change."""
 
@@ -72,6 +76,10 @@ class InfraSettings(BaseModel):
     log_retention_days: int = Field(30, alias="logRetentionDays")
     boto3_version: str = Field("", alias="boto3Version", description="pin boto3 into the layer; empty: the runtime's")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", alias="logLevel")
+    # The model provider of `model`; `bedrock`: a Bedrock model id, inference profile id or ARN.
+    llm_provider: Literal["openai", "azure", "bedrock"] = Field("openai", alias="llmProvider")
+    # Further `provider:model` entries tried in order when a call fails before any output.
+    llm_fallback: tuple[str, ...] = Field((), alias="llmFallback")
 
     @field_validator("stage")
     @classmethod
@@ -85,6 +93,22 @@ class InfraSettings(BaseModel):
     def _split_origins(cls, value: object) -> object:
         if isinstance(value, str):
             return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("llm_fallback", mode="before")
+    @classmethod
+    def _split_fallback(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("llm_fallback")
+    @classmethod
+    def _fallback_entries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            provider, _, model = entry.partition(":")
+            if provider not in LLM_PROVIDERS or not model:
+                raise ValueError(f"llmFallback entry {entry!r} must be provider:model, provider one of {LLM_PROVIDERS}")
         return value
 
     @field_validator("lwa_layer_version")
@@ -132,6 +156,23 @@ class InfraSettings(BaseModel):
     @property
     def is_dev(self) -> bool:
         return self.stage == DEV_STAGE
+
+    def llm_chain(self) -> list[tuple[str, str]]:
+        """The model and its fallbacks as (provider, model); a fallback splits on its first colon."""
+        return [
+            (self.llm_provider, self.model),
+            *((e.partition(":")[0], e.partition(":")[2]) for e in self.llm_fallback),
+        ]
+
+    @property
+    def bedrock_models(self) -> list[str]:
+        """The Bedrock model ids of the chain, in order, once each (the functions may invoke exactly these)."""
+        return list(dict.fromkeys(model for provider, model in self.llm_chain() if provider == "bedrock"))
+
+    @property
+    def needs_llm_key(self) -> bool:
+        """An OpenAI-compatible provider is in the chain: the stack holds its API key in a secret."""
+        return any(provider in OPENAI_COMPATIBLE for provider, _ in self.llm_chain())
 
     @property
     def stack_name(self) -> str:

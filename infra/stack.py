@@ -47,19 +47,22 @@ class AgentCoreStack(cdk.Stack):
 
         # Secrets get CloudFormation-generated names (outputs): a fixed name would block re-deploying after
         # `cdk destroy` (a deleted secret keeps its name through its recovery window; a retained one forever).
-        self.llm_secret = secretsmanager.Secret(
-            self,
-            "LlmApiKey",
-            description="The LLM provider's API key (plain string); set with aws secretsmanager put-secret-value",
-            secret_string_value=cdk.SecretValue.unsafe_plain_text(LLM_KEY_PLACEHOLDER),
-            removal_policy=removal_policy(settings),
-        )
-        acknowledge(
-            self.llm_secret,
-            "AwsSolutions-SMG4",
-            "A third-party LLM provider's API key: it is issued and revoked in the provider's console, so "
-            "Secrets Manager cannot rotate it; rotate by putting a new value (functions re-read within 5 min).",
-        )
+        # The API key of an OpenAI-compatible provider; Bedrock authenticates with the functions' roles.
+        self.llm_secret: secretsmanager.Secret | None = None
+        if settings.needs_llm_key:
+            self.llm_secret = secretsmanager.Secret(
+                self,
+                "LlmApiKey",
+                description="The LLM provider's API key (plain string); set with aws secretsmanager put-secret-value",
+                secret_string_value=cdk.SecretValue.unsafe_plain_text(LLM_KEY_PLACEHOLDER),
+                removal_policy=removal_policy(settings),
+            )
+            acknowledge(
+                self.llm_secret,
+                "AwsSolutions-SMG4",
+                "A third-party LLM provider's API key: it is issued and revoked in the provider's console, so "
+                "Secrets Manager cannot rotate it; rotate by putting a new value (functions re-read within 5 min).",
+            )
 
         self.data_token_secret: secretsmanager.Secret | None = None
         if any(Need.DATA_TOKEN_SECRET in spec.needs for spec in self.specs):
@@ -114,7 +117,8 @@ class AgentCoreStack(cdk.Stack):
             cdk.CfnOutput(self, f"{pascal(name)}FunctionUrl", value=url.url, description=f"{name} Function URL")
         cdk.CfnOutput(self, "TableName", value=self.storage.table.table_name)
         cdk.CfnOutput(self, "DataBucketName", value=self.storage.bucket.bucket_name)
-        cdk.CfnOutput(self, "LlmApiKeySecretName", value=self.llm_secret.secret_name)
+        if self.llm_secret is not None:
+            cdk.CfnOutput(self, "LlmApiKeySecretName", value=self.llm_secret.secret_name)
         if self.data_token_secret is not None:
             cdk.CfnOutput(self, "DataTokenSecretName", value=self.data_token_secret.secret_name)
         if self.queue is not None:

@@ -5,6 +5,7 @@ from tests.support.fixtures import (  # noqa: F401
     any_table,
     audit_lines,
     aws_env,
+    bedrock_stub,
     ctx,
     moto_table,
     openai_stub,

@@ -15,6 +15,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.components import removal_policy, retention
+from infra.components.bedrock import bedrock_statements, nag_wildcards
 from infra.components.layer import architecture_for, runtime_for
 from infra.components.queue import WorkQueue
 from infra.components.storage import Storage
@@ -91,7 +92,7 @@ class AgentFunctions(Construct):
         specs: Sequence[FunctionSpec],
         layer: lambda_.ILayerVersion,
         storage: Storage,
-        llm_secret: secretsmanager.ISecret,
+        llm_secret: secretsmanager.ISecret | None,
         data_token_secret: secretsmanager.ISecret | None,
         queue: WorkQueue | None,
     ) -> None:
@@ -129,7 +130,11 @@ class AgentFunctions(Construct):
             env["AGENT_DATA_BUCKET"] = self.storage.bucket.bucket_name
         if spec.sends_jobs and self.queue is not None:
             env["AGENT_WORK_QUEUE_URL"] = self.queue.queue.queue_url
-        if Need.LLM_SECRET in spec.needs:
+        if Need.LLM_INVOKE in spec.needs:
+            env["AGENT_LLM_PROVIDER"] = s.llm_provider
+            if s.llm_fallback:
+                env["AGENT_LLM_FALLBACK"] = ",".join(s.llm_fallback)
+        if Need.LLM_SECRET in spec.needs and self.llm_secret is not None:
             env["AGENT_LLM_API_KEY_SECRET"] = self.llm_secret.secret_name
             if s.openai_base_url:
                 env["OPENAI_BASE_URL"] = s.openai_base_url
@@ -187,6 +192,17 @@ class AgentFunctions(Construct):
         ]
         for secret in secrets:  # not grant_read: it adds DescribeSecret, which Powertools never calls
             role.add_to_policy(iam.PolicyStatement(actions=list(SECRET_ACTIONS), resources=[secret.secret_arn]))
+        if Need.LLM_INVOKE in spec.needs and self.settings.bedrock_models:
+            for statement in bedrock_statements(self.settings.bedrock_models):
+                role.add_to_policy(statement)
+            for arn in nag_wildcards(self.settings.bedrock_models):
+                acknowledge(
+                    role,
+                    f"AwsSolutions-IAM5[Resource::{arn}]",
+                    "A cross-Region inference profile routes each request to the model in one of the Regions it "
+                    "names: the role may invoke that one model in any Region, and only through this profile "
+                    "(condition bedrock:InferenceProfileArn). No other model is granted.",
+                )
         if self.queue is not None and "queue" in actions:
             # not grant_send_messages: it adds GetQueueAttributes and GetQueueUrl, which no function calls
             role.add_to_policy(iam.PolicyStatement(actions=actions["queue"], resources=[self.queue.queue.queue_arn]))

@@ -24,6 +24,7 @@ def _split(value: object) -> object:
 
 
 DEV_STAGE = "dev"
+FALLBACK_PROVIDERS = ("openai", "azure", "bedrock")
 
 # Read raw from the environment (no JSON decoding first), then split by `_split`.
 StrList = Annotated[list[str], NoDecode]
@@ -42,13 +43,15 @@ class Settings(BaseSettings):
     data_dir: str = Field(".agent-core", alias="AGENT_DATA_DIR")
 
     model: str = Field("gpt-4.1-mini", alias="AGENT_MODEL")
-    llm_provider: Literal["openai", "azure", "offline", ""] = Field("", alias="AGENT_LLM_PROVIDER")
+    llm_provider: Literal["openai", "azure", "bedrock", "offline", ""] = Field("", alias="AGENT_LLM_PROVIDER")
     openai_base_url: str = Field("", alias="OPENAI_BASE_URL")
     openai_api_key: str = Field("", alias="OPENAI_API_KEY", repr=False)
     llm_api_key_secret: str = Field("", alias="AGENT_LLM_API_KEY_SECRET")
     llm_timeout_s: float = Field(60.0, alias="AGENT_LLM_TIMEOUT_S")
     llm_max_retries: int = Field(3, alias="AGENT_LLM_MAX_RETRIES")
     azure_api_version: str = Field("2024-10-21", alias="OPENAI_API_VERSION")
+    # Further `provider:model` entries (split on the first colon) tried in order when a call fails before output.
+    llm_fallback: StrList = Field(default_factory=list, alias="AGENT_LLM_FALLBACK")
 
     auth_mode: Literal["none", "jwt", "iam"] = Field("none", alias="AGENT_AUTH_MODE")
     jwt_issuer: str = Field("", alias="AGENT_JWT_ISSUER")
@@ -107,10 +110,24 @@ class Settings(BaseSettings):
     lambda_exec_wrapper: str = Field("", alias="AWS_LAMBDA_EXEC_WRAPPER")
     lwa_invoke_mode: str = Field("", alias="AWS_LWA_INVOKE_MODE")
 
-    @field_validator("tools_allowed", "permissions_granted", "http_allowed_hosts", "cors_origins", mode="before")
+    @field_validator(
+        "tools_allowed", "permissions_granted", "http_allowed_hosts", "cors_origins", "llm_fallback", mode="before"
+    )
     @classmethod
     def _lists(cls, value: object) -> object:
         return _split(value)
+
+    @field_validator("llm_fallback")
+    @classmethod
+    def _fallback_entries(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            provider, _, model = entry.partition(":")
+            if provider not in FALLBACK_PROVIDERS or not model:
+                raise ValueError(
+                    f"AGENT_LLM_FALLBACK entry {entry!r} is not provider:model with provider one of "
+                    f"{', '.join(FALLBACK_PROVIDERS)}"
+                )
+        return value
 
     @model_validator(mode="after")
     def _dev_only(self) -> Settings:
@@ -149,6 +166,10 @@ class Settings(BaseSettings):
         if self.openai_base_url or self.openai_api_key or self.llm_api_key_secret:
             return "openai"
         return "offline"
+
+    def fallback_chain(self) -> list[tuple[str, str]]:
+        """AGENT_LLM_FALLBACK as (provider, model) pairs: `bedrock:amazon.nova-pro-v1:0` splits on its first colon."""
+        return [(entry.partition(":")[0], entry.partition(":")[2]) for entry in self.llm_fallback]
 
     def environment(self) -> Mapping[str, str]:
         """The process environment, for `${secret:NAME}` values resolved locally (MCP server settings)."""

@@ -72,12 +72,31 @@ def build_blobs(settings: Settings) -> BlobStore:
 
 
 def build_llm(settings: Settings, registry: ToolRegistry) -> LlmClient:
-    if settings.effective_llm_provider == "offline":
+    """The configured provider's adapter, wrapped in the fallback chain when AGENT_LLM_FALLBACK names one."""
+    provider = settings.effective_llm_provider
+    if provider == "offline":
         from agent_core.llm.offline import OfflineLlm
 
         return OfflineLlm(lambda message, names: registry.quick_calls(message, names, for_model=True))
+    primary = provider_llm(settings, provider)
+    if not settings.llm_fallback:
+        return primary
+    from agent_core.llm.fallback import ChainEntry, FallbackLlm
+
+    fallbacks = [ChainEntry(p, model, provider_llm(settings, p)) for p, model in settings.fallback_chain()]
+    return FallbackLlm(ChainEntry(provider, settings.model, primary), fallbacks)
+
+
+def provider_llm(settings: Settings, provider: str) -> LlmClient:
+    """One provider's adapter; each imports its SDK only when chosen (Bedrock never imports openai)."""
+    if provider == "bedrock":
+        from agent_core.llm.bedrock_client import BedrockLlmClient
+
+        return BedrockLlmClient(settings)
     from agent_core.llm.openai_client import OpenAiLlmClient
 
+    if provider != settings.effective_llm_provider:
+        settings = settings.model_copy(update={"llm_provider": provider})
     return OpenAiLlmClient(settings)
 
 

@@ -70,12 +70,28 @@ class LlmUnavailable(AgentError):
     code = "llm_unavailable"
     status = 502
     type = "server_error"
+    # Whether another model of the fallback chain may answer instead (when no output was produced yet).
+    fallback_ok = True
 
 
 class LlmRejectedTools(LlmUnavailable):
     """The provider refused the request because of its `tools` (HTTP 400 naming them)."""
 
     code = "llm_rejected_tools"
+    fallback_ok = False
+
+
+class LlmRequestInvalid(LlmUnavailable):
+    """The provider refused the request as malformed (HTTP 400, Bedrock's ValidationException): not retried."""
+
+    code = "llm_request_invalid"
+    fallback_ok = False
+
+
+class LlmAccessDenied(LlmUnavailable):
+    """The provider refused the credentials (Bedrock's AccessDeniedException): a configuration error."""
+
+    code = "llm_access_denied"
 
 
 class ServiceUnavailable(AgentError):
@@ -97,7 +113,14 @@ class DeadlineExceeded(AgentError):
 
 def error_for_code(code: str, message: str) -> AgentError:
     """The AgentError a run's `run.error` code stands for (blocking routes answer with its status)."""
-    for kind in (LlmRejectedTools, LlmUnavailable, ServiceUnavailable, DeadlineExceeded):
+    for kind in (
+        LlmRejectedTools,
+        LlmRequestInvalid,
+        LlmAccessDenied,
+        LlmUnavailable,
+        ServiceUnavailable,
+        DeadlineExceeded,
+    ):
         if kind.code == code:
             return kind(message)
     return AgentError(message, code=code)

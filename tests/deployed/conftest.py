@@ -20,6 +20,8 @@ from tests.support.jwks import JWKS_AUDIENCE, JWKS_ISSUER, JwksServer
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 _REPORT: list[str] = []
+BEDROCK_MODEL = "us.amazon.nova-pro-v1:0"  # the bedrock variant's model: a cross-Region inference profile
+FALLBACK = "openai:gpt-4.1-mini"  # the fallback variant's chain after BEDROCK_MODEL
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -46,6 +48,8 @@ def stack(jwks: JwksServer) -> Iterator[DeployedStack]:
             "corsOrigins": "https://app.example.com,https://admin.example.com",
         },
         "iam": {"authMode": "iam"},
+        "bedrock": {"llmProvider": "bedrock", "model": BEDROCK_MODEL},
+        "fallback": {"llmProvider": "bedrock", "model": BEDROCK_MODEL, "llmFallback": FALLBACK},
     }
     try:
         deployed = DeployedStack.start(variants=variants)

@@ -30,6 +30,8 @@ EXERCISED: dict[str, tuple[str, str, str]] = {
     "AGENT_WORK_QUEUE_URL": ("dev", "idle_sessions", "idle_sessions, daily_summary, worker enqueue"),
     "AGENT_LLM_API_KEY_SECRET": ("dev", "chat", "the key sent to the LLM comes from this secret"),
     "OPENAI_BASE_URL": ("dev", "stream", "the loopback LLM"),
+    "AGENT_LLM_PROVIDER": ("dev", "chat", "openai in dev: the loopback OpenAI-compatible LLM"),
+    "AGENT_LLM_FALLBACK": ("fallback", "chat", "test_access_denied_on_bedrock_falls_back_to_the_openai_model"),
     "AGENT_DATA_TOKEN_SECRET_NAME": ("dev", "data", "signed links made by chat, verified by data"),
     "AWS_LAMBDA_EXEC_WRAPPER": ("dev", "stream", "the Web Adapter emulation starts run.sh"),
     "AWS_LWA_INVOKE_MODE": ("dev", "stream", "responses streamed through the Runtime API"),

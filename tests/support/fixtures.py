@@ -16,6 +16,7 @@ from agent_core.store.memory import MemoryTable
 from agent_core.store.sqlite_db import SqliteDatabase
 from agent_core.store.sqlite_table import SqliteTable
 from agent_core.store.table import Table
+from tests.support.bedrock_stub import BedrockStub
 from tests.support.openai_stub import OpenAiStub
 
 
@@ -30,6 +31,20 @@ def make_settings(**overrides: Any) -> Settings:
 def openai_stub() -> Iterator[OpenAiStub]:
     """A started loopback OpenAI-compatible stub server, stopped after the test."""
     with OpenAiStub() as stub:
+        yield stub
+
+
+@pytest.fixture
+def bedrock_stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[BedrockStub]:
+    """A started loopback Bedrock Runtime; boto3 reaches it through AWS_ENDPOINT_URL_BEDROCK_RUNTIME."""
+    with BedrockStub() as stub:
+        for name, value in {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": stub.endpoint_url,
+        }.items():
+            monkeypatch.setenv(name, value)
         yield stub
 
 

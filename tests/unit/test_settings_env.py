@@ -37,6 +37,8 @@ def _sample(name: str) -> tuple[str, Any]:
     """An environment string for the field and the value it must parse to."""
     field = Settings.model_fields[name]
     annotation = field.annotation
+    if name in SAMPLES:
+        return SAMPLES[name]
     if _is_list(annotation):
         return "a.example.com, b.example.com", ["a.example.com", "b.example.com"]
     if annotation is bool:
@@ -58,6 +60,14 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     return monkeypatch
 
 
+# Settings whose values have a form of their own.
+SAMPLES: dict[str, tuple[str, Any]] = {
+    "llm_fallback": (
+        "openai:gpt-4.1-mini, bedrock:amazon.nova-pro-v1:0",
+        ["openai:gpt-4.1-mini", "bedrock:amazon.nova-pro-v1:0"],
+    )
+}
+
 # Settings that are valid only with another one (the clock override is a dev-stage feature).
 COMPANIONS = {"allow_clock_override": {"AGENT_STAGE": "dev"}}
 
@@ -75,10 +85,16 @@ LIST_FIELDS = sorted(name for name, field in Settings.model_fields.items() if _i
 
 
 def test_the_list_settings_are_the_documented_ones() -> None:
-    assert set(LIST_FIELDS) == {"tools_allowed", "permissions_granted", "http_allowed_hosts", "cors_origins"}
+    assert set(LIST_FIELDS) == {
+        "tools_allowed",
+        "permissions_granted",
+        "http_allowed_hosts",
+        "cors_origins",
+        "llm_fallback",
+    }
 
 
-@pytest.mark.parametrize("name", LIST_FIELDS)
+@pytest.mark.parametrize("name", [name for name in LIST_FIELDS if name not in SAMPLES])
 @pytest.mark.parametrize(("raw", "expected"), LIST_FORMS)
 def test_list_settings_accept_every_written_form(
     clean_env: pytest.MonkeyPatch, name: str, raw: str, expected: list[str]
@@ -92,3 +108,31 @@ def test_an_empty_environment_gives_the_defaults(clean_env: pytest.MonkeyPatch) 
     assert s.tools_allowed == ["*"]
     assert s.cors_origins == []
     assert s.storage == "embedded"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("", []),
+        ("bedrock:amazon.nova-pro-v1:0", [("bedrock", "amazon.nova-pro-v1:0")]),
+        (
+            "openai:gpt-4.1-mini, bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0",
+            [("openai", "gpt-4.1-mini"), ("bedrock", "us.anthropic.claude-sonnet-4-20250514-v1:0")],
+        ),
+        ('["azure:gpt-4o"]', [("azure", "gpt-4o")]),
+    ],
+)
+def test_the_fallback_chain_splits_each_entry_on_its_first_colon(
+    clean_env: pytest.MonkeyPatch, raw: str, expected: list[tuple[str, str]]
+) -> None:
+    clean_env.setenv("AGENT_LLM_FALLBACK", raw)
+    assert Settings().fallback_chain() == expected
+
+
+@pytest.mark.parametrize("raw", ["gpt-4.1-mini", "anthropic:claude", "bedrock:"])
+def test_a_fallback_entry_without_a_known_provider_and_a_model_is_refused(
+    clean_env: pytest.MonkeyPatch, raw: str
+) -> None:
+    clean_env.setenv("AGENT_LLM_FALLBACK", raw)
+    with pytest.raises(ValueError, match="AGENT_LLM_FALLBACK"):
+        Settings()

@@ -115,12 +115,14 @@ class RunComplete(Event):
     type: Literal["run.complete"] = "run.complete"
     finish_reason: str = Field(alias="finishReason")
     usage: dict[str, int] | None = None
+    model: str | None = None  # `provider:model` that answered, when a fallback chain is configured
 
     @staticmethod
-    def of(finish_reason: str, usage: Usage) -> RunComplete:
+    def of(finish_reason: str, usage: Usage, model: str | None = None) -> RunComplete:
         return RunComplete(
             finish_reason=finish_reason,
             usage={"promptTokens": usage.prompt_tokens, "completionTokens": usage.completion_tokens},
+            model=model,
         )
 
 

@@ -81,11 +81,16 @@ class Message(Model):
 class Usage(Model):
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Prompt tokens read from / written to the provider's prompt cache (Bedrock reports both).
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def add(self, other: Usage) -> Usage:
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
 
@@ -129,6 +134,8 @@ class Run(Model):
     cancel_requested: bool = False
     snapshot: list[dict[str, Any]] | None = None
     snapshot_key: str | None = None
+    # `provider:model` that produced the answer when a fallback chain is configured (AGENT_LLM_FALLBACK).
+    answered_by: str | None = None
     # The wall-clock ms its lease is taken at when the turn's "now" is overridden (X-Agent-Now): leases
     # and run pointers always run on the wall clock. Never stored.
     lease_at: int | None = Field(None, exclude=True)

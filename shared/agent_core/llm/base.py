@@ -42,6 +42,8 @@ class LlmDelta(BaseModel):
     tool_calls: list[ToolCallFragment] = Field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage | None = None
+    # `provider:model` that produced this delta, set on the first delta when a fallback model answered.
+    model: str | None = None
 
 
 class LlmClient(Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from email.utils import parsedate_to_datetime
 from typing import Any, cast
 
@@ -16,13 +16,9 @@ from agent_core.config import Settings
 from agent_core.domain.models import Usage
 from agent_core.errors import LlmRejectedTools, LlmUnavailable
 from agent_core.llm.base import LlmDelta, LlmRequest, ToolCallFragment
+from agent_core.llm.retry import RETRY_AFTER_CAP_S, SleepFn, backoff_delay
 from agent_core.secrets import read_secret
 
-SleepFn = Callable[[float], Awaitable[None]]
-
-BACKOFF_BASE_S = 0.5
-BACKOFF_CAP_S = 8.0
-RETRY_AFTER_CAP_S = 20.0
 _NO_KEY = "not-set"
 _REASONS = {429: "rate limited", 500: "server error", 502: "bad gateway", 503: "service unavailable"}
 _SECRET_KEYS = ("api_key", "apiKey", "OPENAI_API_KEY", "key")
@@ -157,11 +153,7 @@ class OpenAiLlmClient:
 
     def _delay(self, exc: Exception, attempt: int) -> float:
         """Retry-After when the server sent one (capped), else capped exponential backoff with jitter."""
-        retry_after = retry_after_seconds(exc)
-        if retry_after is not None:
-            return min(retry_after, RETRY_AFTER_CAP_S)
-        ceiling = min(BACKOFF_CAP_S, BACKOFF_BASE_S * (2**attempt))
-        return ceiling / 2 + self._rng() * ceiling / 2
+        return backoff_delay(attempt, self._rng, retry_after_seconds(exc))
 
     def _describe(self, exc: Exception, attempt: int, started: bool) -> str:
         """A readable failure message that never contains the API key."""

@@ -10,6 +10,7 @@ from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import TurnRequest, prepare_turn
 
 
+# The model's failures keep their class (and so their 502 status) on the blocking routes.
 async def run_blocking(deps: RunDeps, request: TurnRequest) -> TurnResult:
     """Run a turn to its end; a run.error becomes the matching AgentError."""
     prepared = await prepare_turn(deps, request)
@@ -20,7 +21,7 @@ async def run_blocking(deps: RunDeps, request: TurnRequest) -> TurnResult:
         if isinstance(envelope.event, RunError):
             error = envelope.event
     if error is not None:
-        # 502 llm_unavailable, 503 service_unavailable, 504 deadline_exceeded, ...: never a 200.
+        # 502 for every LLM error, 503 service_unavailable, 504 deadline_exceeded, ...: never a 200.
         raise run_failure(error)
     assert prepared.result is not None
     return prepared.result

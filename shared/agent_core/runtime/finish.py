@@ -25,6 +25,7 @@ class RunOutcome:
     final_text: str = ""
     partial_text: str = ""
     first_token_at: float | None = None
+    answered_by: str | None = None  # `provider:model` of the last model call, when the LLM reports it
 
 
 def snapshot_prefix(chat_id: str) -> str:
@@ -51,6 +52,7 @@ async def persist_run(
     run.status = status
     run.usage = outcome.usage
     run.ended_at = turn.clock_ms()
+    run.answered_by = outcome.answered_by
     if isinstance(terminal, RunError):
         run.error_code, run.error_message = terminal.code, terminal.message
     if outcome.first_token_at is not None:

@@ -132,7 +132,8 @@ class TurnRunner:
                 async for event in route_and_run(self):
                     for envelope in self._emit(event):
                         yield envelope
-                terminal, status = RunComplete.of(self.finish_reason, self.outcome.usage), RunStatus.COMPLETED
+                terminal = RunComplete.of(self.finish_reason, self.outcome.usage, self.outcome.answered_by)
+                status = RunStatus.COMPLETED
             except DeadlineReached:
                 # An outage must not look like an answer: no partial text is stored as one.
                 self.finish_reason = "deadline"
@@ -288,6 +289,8 @@ class TurnRunner:
                     delta = await self.next_item(stream)
                 except StopAsyncIteration:
                     break
+                if delta.model:
+                    self.outcome.answered_by = delta.model
                 if self.outcome.first_token_at is None and (delta.content or delta.reasoning or delta.tool_calls):
                     self.outcome.first_token_at = time.monotonic() - self.started
                 events = assembler.feed(delta)

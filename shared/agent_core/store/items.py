@@ -218,6 +218,7 @@ def run_to_item(run: Run, answer_id: str | None = None) -> Item:
         ANSWER_ID: answer_id if result is not None else None,
         "snapshot": json.dumps(run.snapshot, ensure_ascii=False) if run.snapshot is not None else None,
         "snapshotKey": run.snapshot_key,
+        "answeredBy": run.answered_by,
         "cancelRequested": True if run.cancel_requested else None,
     }
     item.update({k: v for k, v in optional.items() if v is not None})
@@ -244,6 +245,7 @@ def run_from_item(item: Item) -> Run:
         cancel_requested=bool(item.get("cancelRequested", False)),
         snapshot=json.loads(item["snapshot"]) if item.get("snapshot") else None,
         snapshot_key=item.get("snapshotKey"),
+        answered_by=item.get("answeredBy"),
     )
 
 

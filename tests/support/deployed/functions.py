@@ -90,8 +90,10 @@ class FunctionProcess:
         account: LocalAccount,
         runtime: Runtime,
         log_dir: Path,
+        endpoints: dict[str, str] | None = None,
     ) -> None:
         self.definition = definition
+        self.endpoints = dict(endpoints or {})  # boto3 endpoint variables of services outside moto (Bedrock)
         props = definition.properties
         self.function_name = account.physical[definition.logical_id]
         self.api = RuntimeApi(account.resolver.attributes[(definition.logical_id, "Arn")], int(props.get("Timeout", 3)))
@@ -150,7 +152,7 @@ class FunctionProcess:
         if variables.get("AWS_LAMBDA_EXEC_WRAPPER") == WEB_ADAPTER_WRAPPER:
             # The sandbox has its own network; here the app's port must not collide with anything else.
             reserved["PORT"] = str(free_port())
-        return {**variables, **reserved, "AWS_ENDPOINT_URL": account.proxy.url}
+        return {**variables, **reserved, "AWS_ENDPOINT_URL": account.proxy.url, **self.endpoints}
 
     def wait_ready(self, timeout: float = 90) -> float:
         """Wait for the end of init (the first `next`); the init time in seconds. Raises on an init error."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.bedrock_stub import BedrockStub
 from tests.support.deployed import build
 from tests.support.deployed.aws import LocalAccount, MotoServer
 from tests.support.deployed.functions import FunctionDefinition, FunctionProcess, function_definitions
@@ -50,6 +51,7 @@ class DeployedStack:
     account: LocalAccount
     llm: OpenAiStub
     log_dir: Path
+    bedrock: BedrockStub = field(default_factory=lambda: BedrockStub().start())  # the Bedrock Runtime endpoint
     processes: dict[tuple[str, str], FunctionProcess] = field(default_factory=dict)
     deliberate_denials: set[tuple[str, str]] = field(default_factory=set)  # (access key, operation) a case caused
     init_times: dict[str, float] = field(default_factory=dict)
@@ -99,7 +101,10 @@ class DeployedStack:
     def launch(self, name: str, variant: str = DEFAULT_VARIANT) -> FunctionProcess:
         """A new process of the function (not cached): cold starts for measuring."""
         synthesis = self.variants[variant]
-        return FunctionProcess(self.definition(name, variant), synthesis, self.account, self.runtime, self.log_dir)
+        endpoints = {"AWS_ENDPOINT_URL_BEDROCK_RUNTIME": self.bedrock.endpoint_url}
+        return FunctionProcess(
+            self.definition(name, variant), synthesis, self.account, self.runtime, self.log_dir, endpoints
+        )
 
     def logical_id(self, construct_path: str) -> str:
         """The logical id CDK gave the construct path (e.g. `WorkQueue` -> `WorkQueueAD162499`)."""
@@ -145,3 +150,4 @@ class DeployedStack:
         self.proxy.stop()
         self.moto.stop()
         self.llm.stop()
+        self.bedrock.stop()

@@ -1,0 +1,287 @@
+"""A scripted, loopback Amazon Bedrock Runtime server (stdlib only) speaking ConverseStream's real framing.
+
+ConverseStream answers with the AWS event-stream binary format: each message is a prelude (total length,
+headers length, CRC32 of those 8 bytes), headers (`:event-type`, `:content-type`, `:message-type`, or
+`:exception-type` for an exception), a JSON payload and a CRC32 of everything before it. The encoder below
+writes that format itself; the real boto3 client (pointed here with AWS_ENDPOINT_URL_BEDROCK_RUNTIME) parses it.
+"""
+
+from __future__ import annotations
+
+import binascii
+import itertools
+import json
+import struct
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+from urllib.parse import unquote
+
+DEFAULT_REPLY = "bedrock stub reply"
+_STRING_HEADER = 7  # the event-stream header value type of a UTF-8 string
+
+
+def encode_headers(headers: dict[str, str]) -> bytes:
+    """Event-stream headers: name length (1 byte), name, type 7 (string), value length (2 bytes), value."""
+    out = b""
+    for name, value in headers.items():
+        raw_name, raw_value = name.encode(), value.encode()
+        out += struct.pack("!B", len(raw_name)) + raw_name + struct.pack("!BH", _STRING_HEADER, len(raw_value))
+        out += raw_value
+    return out
+
+
+def encode_message(headers: dict[str, str], payload: bytes) -> bytes:
+    """One event-stream message: prelude, prelude CRC, headers, payload, message CRC (big-endian)."""
+    raw_headers = encode_headers(headers)
+    total = 12 + len(raw_headers) + len(payload) + 4
+    prelude = struct.pack("!II", total, len(raw_headers))
+    prelude += struct.pack("!I", binascii.crc32(prelude) & 0xFFFFFFFF)
+    body = prelude + raw_headers + payload
+    return body + struct.pack("!I", binascii.crc32(body) & 0xFFFFFFFF)
+
+
+@dataclass
+class Frame:
+    """One stream message: an event (`messageStart`, `contentBlockDelta`, ...) or an exception."""
+
+    type: str
+    payload: dict[str, Any]
+    exception: bool = False
+
+    def encode(self) -> bytes:
+        if self.exception:
+            headers = {":exception-type": self.type, ":content-type": "application/json", ":message-type": "exception"}
+        else:
+            headers = {":event-type": self.type, ":content-type": "application/json", ":message-type": "event"}
+        return encode_message(headers, json.dumps(self.payload).encode())
+
+
+def _usage(usage: tuple[int, ...]) -> Frame:
+    inp, out, *cache = (*usage, 0, 0)
+    body: dict[str, Any] = {"inputTokens": inp, "outputTokens": out, "totalTokens": inp + out}
+    if cache[0]:
+        body["cacheReadInputTokens"] = cache[0]
+    if cache[1]:
+        body["cacheWriteInputTokens"] = cache[1]
+    return Frame("metadata", {"usage": body, "metrics": {"latencyMs": 5}})
+
+
+@dataclass
+class BedrockScript:
+    """One scripted answer: stream frames, or an HTTP error (status, AWS error type, message)."""
+
+    frames: list[Frame] = field(default_factory=list)
+    # Frames after the first content delta wait for this event (proves the client reads without buffering).
+    gate: threading.Event | None = None
+    gate_timed_out: bool = False  # set when the gate was never opened (the client saw nothing before it)
+    status: int = 200
+    error_type: str = ""
+    error_message: str = ""
+
+    @classmethod
+    def text(
+        cls,
+        *pieces: str,
+        reasoning: Iterable[str] = (),
+        stop_reason: str = "end_turn",
+        usage: tuple[int, ...] | None = (11, 7),
+    ) -> BedrockScript:
+        """A reasoning block (if any), then a text block of the pieces, messageStop and metadata."""
+        frames = [Frame("messageStart", {"role": "assistant"})]
+        index = 0
+        thoughts = list(reasoning)
+        if thoughts:
+            frames += [
+                Frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"reasoningContent": {"text": t}}})
+                for t in thoughts
+            ]
+            signature = {"reasoningContent": {"signature": "sig"}}
+            frames.append(Frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": signature}))
+            frames.append(Frame("contentBlockStop", {"contentBlockIndex": 0}))
+            index = 1
+        frames += [Frame("contentBlockDelta", {"contentBlockIndex": index, "delta": {"text": p}}) for p in pieces]
+        frames.append(Frame("contentBlockStop", {"contentBlockIndex": index}))
+        frames.append(Frame("messageStop", {"stopReason": stop_reason}))
+        if usage is not None:
+            frames.append(_usage(usage))
+        return cls(frames=frames)
+
+    @classmethod
+    def tool_calls(
+        cls, calls: list[dict[str, Any]], *, lead: str = "", piece_size: int = 8, usage: tuple[int, ...] = (20, 9)
+    ) -> BedrockScript:
+        """Optional lead text, then one toolUse block per call ({"id", "name", "input"}) with split input."""
+        frames = [Frame("messageStart", {"role": "assistant"})]
+        index = 0
+        if lead:
+            frames.append(Frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": lead}}))
+            frames.append(Frame("contentBlockStop", {"contentBlockIndex": 0}))
+            index = 1
+        for call in calls:
+            start = {"toolUse": {"toolUseId": call["id"], "name": call["name"]}}
+            frames.append(Frame("contentBlockStart", {"contentBlockIndex": index, "start": start}))
+            raw = json.dumps(call.get("input", {}))
+            for i in range(0, len(raw), piece_size):
+                delta = {"toolUse": {"input": raw[i : i + piece_size]}}
+                frames.append(Frame("contentBlockDelta", {"contentBlockIndex": index, "delta": delta}))
+            frames.append(Frame("contentBlockStop", {"contentBlockIndex": index}))
+            index += 1
+        frames.append(Frame("messageStop", {"stopReason": "tool_use"}))
+        frames.append(_usage(usage))
+        return cls(frames=frames)
+
+    @classmethod
+    def error(cls, status: int, error_type: str, message: str = "") -> BedrockScript:
+        """An HTTP error as Bedrock sends it: a JSON `message` body and the `x-amzn-ErrorType` header."""
+        return cls(status=status, error_type=error_type, error_message=message or f"stub {error_type}")
+
+    @classmethod
+    def interrupted(cls, *pieces: str, exception: str = "modelStreamErrorException") -> BedrockScript:
+        """Text pieces, then an exception message in the stream (an error after output started)."""
+        frames = [Frame("messageStart", {"role": "assistant"})]
+        frames += [Frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": p}}) for p in pieces]
+        frames.append(Frame(exception, {"message": "stub stream failure"}, exception=True))
+        return cls(frames=frames)
+
+
+def converse_problem(body: dict[str, Any]) -> str | None:
+    """The ValidationException Bedrock answers for a request breaking Converse's rules, else None."""
+    messages = body.get("messages") or []
+    if not messages or messages[0].get("role") != "user":
+        return "A conversation must start with a user message."
+    roles = [m.get("role") for m in messages]
+    if any(a == b for a, b in itertools.pairwise(roles)):
+        return "A conversation must alternate between user and assistant roles."
+    blocks = [block for m in messages for block in m.get("content") or []]
+    if any(not block for block in blocks) or any(block.get("text") == "" for block in blocks):
+        return "The text field in the ContentBlock object is blank."
+    if "toolConfig" not in body and any("toolUse" in b or "toolResult" in b for b in blocks):
+        return "The toolConfig field must be defined when using toolUse and toolResult content blocks."
+    return None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Serves POST /model/{modelId}/converse-stream from the owning stub's script queue."""
+
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Stay quiet."""
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        parts = self.path.split("?")[0].split("/")
+        if len(parts) != 4 or parts[1] != "model" or parts[3] != "converse-stream":
+            self._send_error(404, "UnknownOperationException", f"no route {self.path}")
+            return
+        body: dict[str, Any] = json.loads(raw or b"{}")
+        script = self.server.stub._record(unquote(parts[2]), body, dict(self.headers.items()))
+        if (problem := converse_problem(body)) is not None:
+            self._send_error(400, "ValidationException", problem)
+            return
+        if script.status >= 400:
+            self._send_error(script.status, script.error_type, script.error_message)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/vnd.amazon.eventstream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("x-amzn-RequestId", "stub-request")
+        self.end_headers()
+        gated = False
+        for frame in script.frames:
+            if script.gate is not None and gated and not script.gate.wait(timeout=10):
+                script.gate_timed_out = True
+            gated = gated or frame.type == "contentBlockDelta"
+            data = frame.encode()
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _send_error(self, status: int, error_type: str, message: str) -> None:
+        data = json.dumps({"message": message}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("x-amzn-ErrorType", f"{error_type}:http://internal.amazon.com/coral/com.amazon.bedrock/")
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    stub: BedrockStub
+
+
+@dataclass
+class BedrockCall:
+    """One request received: the model id from the path, the JSON body, the headers."""
+
+    model_id: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+
+class BedrockStub:
+    """A loopback Bedrock Runtime in a background thread; enqueue scripts, read `calls`."""
+
+    def __init__(self, default_reply: str = DEFAULT_REPLY) -> None:
+        self.default_reply = default_reply
+        self.calls: list[BedrockCall] = []
+        self._scripts: deque[BedrockScript] = deque()
+        # Consulted before the queue: a script chosen by the request (calls whose order is not fixed).
+        self.responder: Callable[[BedrockCall], BedrockScript | None] | None = None
+        self._lock = threading.Lock()
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.stub = self
+        self._thread: threading.Thread | None = None
+
+    @property
+    def endpoint_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """The JSON body of every request, in order."""
+        return [call.body for call in self.calls]
+
+    def enqueue(self, *scripts: BedrockScript) -> None:
+        with self._lock:
+            self._scripts.extend(scripts)
+
+    def _record(self, model_id: str, body: dict[str, Any], headers: dict[str, str]) -> BedrockScript:
+        with self._lock:
+            call = BedrockCall(model_id, body, headers)
+            self.calls.append(call)
+            if self.responder is not None and (script := self.responder(call)) is not None:
+                return script
+            return self._scripts.popleft() if self._scripts else BedrockScript.text(self.default_reply)
+
+    def start(self) -> BedrockStub:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), name="bedrock-stub", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> BedrockStub:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
