@@ -12,6 +12,7 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from agent_core.domain.events import RunError
 from agent_core.errors import AgentError
 from agent_core.observability import logger
 from agent_core.protocol.envelope import Envelope
@@ -39,6 +40,7 @@ class ResponseRun:
     cancel_at_start: bool = False  # cancelled while it was queued: the run starts and stops at once
     started: bool = False  # its events were iterated: the run owns its end from then on
     ended: asyncio.Event = field(default_factory=asyncio.Event)  # the run's end and the Response are stored
+    error: RunError | None = None  # the run's run.error (a blocking response answers with its status)
 
     async def events(self) -> AsyncGenerator[Wire, None]:
         """The run's Responses events, ending with exactly one terminal event; the Response is saved last."""
@@ -50,6 +52,8 @@ class ResponseRun:
             envelopes = cast(AsyncGenerator[Envelope, None], runner.events())
             async with contextlib.aclosing(envelopes):
                 async for envelope in envelopes:
+                    if isinstance(envelope.event, RunError):
+                        self.error = envelope.event
                     for event in self.encoder.feed(envelope):
                         yield event
         finally:

@@ -21,6 +21,7 @@ from agent_core.protocol.responses import encode_event, replay_events
 from agent_core.protocol.responses_input import ResponseCreate
 from agent_core.protocol.responses_items import list_page
 from agent_core.protocol.sse import with_pings
+from agent_core.runtime.blocking import run_failure
 from agent_core.runtime.pending import HeldTurn
 from agent_core.runtime.responses_exec import BackgroundResponses, queue_response, start_response
 from agent_core.runtime.responses_run import plan_response
@@ -86,7 +87,7 @@ async def _listed(events: list[dict[str, Any]]) -> AsyncGenerator[dict[str, Any]
     response_model=None,
     responses={
         **stream_or_json("The Response, or its events with `stream: true`"),
-        **error_responses(404, 409, 413, 502, 503),
+        **error_responses(404, 409, 413, 502, 503, 504),
     },
 )
 async def create_response(
@@ -107,6 +108,8 @@ async def create_response(
         if body.stream:
             return _sse(log.follow(), ctx)
         return JSONResponse(record.body())
+    if not body.stream:  # a buffered answer: the turn deadline, as on the other blocking routes
+        plan.deadline_ms = ctx.settings.turn_deadline_ms
     run = await start_response(plan, responses)
     if body.stream:
         return _sse(run.streamed(), ctx, run)
@@ -117,6 +120,10 @@ async def create_response(
     finally:
         if ctx.settings.in_lambda:
             await ctx.queue.join()
+    if run.error is not None:
+        # 502 llm_unavailable, 503 service_unavailable (Retry-After), 504 deadline_exceeded: never a 200.
+        # A stored Response is kept `failed` with its error (GET /v1/responses/{id}).
+        raise run_failure(run.error)
     return JSONResponse(run.result())
 
 
