@@ -248,7 +248,7 @@ WRITE_ATTEMPTS = 5  # AGENT_STORE_WRITE_ATTEMPTS' default: a lasting fault outli
 HANG = threading.Event()  # never set while the test runs: the model stalls after its first chunk
 
 
-def test_a_blocking_response_has_the_turn_deadline_and_answers_504(
+def test_blocking_responses_and_chat_completions_have_the_turn_deadline_and_answer_504(
     openai_stub: OpenAiStub, moto_table: DynamoTable
 ) -> None:
     # The stream deadline (14 minutes by default) is far beyond the client's 30 s timeout: only the turn
@@ -256,12 +256,21 @@ def test_a_blocking_response_has_the_turn_deadline_and_answers_504(
     openai_stub.enqueue(StubScript.text("thinking", " forever", gate=HANG))
     try:
         with _app_client(openai_stub, moto_table, AGENT_TURN_DEADLINE_MS="300") as client:
+            conversation = client.conversations.create().id
             with pytest.raises(openai.InternalServerError) as error:
-                client.responses.create(model="main-agent", input="think hard")
+                client.responses.create(model="main-agent", input="think hard", conversation=conversation)
             assert error.value.status_code == 504 and error.value.code == "deadline_exceeded"
             assert _stored_statuses() == ["failed"]
-            # The lease was released: the next turn runs at once
-            assert client.responses.create(model="main-agent", input="and now?").status == "completed"
+            # A buffered Chat Completion has the same deadline
+            HANG.set()  # the stalled handler thread finishes
+            HANG.clear()
+            openai_stub.enqueue(StubScript.text("thinking", " forever", gate=HANG))
+            with pytest.raises(openai.InternalServerError) as error:
+                client.chat.completions.create(model="main-agent", messages=[{"role": "user", "content": "hm?"}])
+            assert error.value.status_code == 504 and error.value.code == "deadline_exceeded"
+            # The conversation's lease was released: its next turn runs at once
+            after = client.responses.create(model="main-agent", input="and now?", conversation=conversation)
+            assert after.status == "completed"
     finally:
         HANG.set()  # release the stub's stalled handler thread
         HANG.clear()
@@ -288,8 +297,6 @@ def test_a_blocking_response_whose_end_cannot_be_stored_answers_503_with_retry_a
         assert error.value.status_code == 503 and error.value.code == "service_unavailable"
         assert error.value.response.headers["retry-after"] == "1"
         assert _stored_statuses().count("failed") == 1
-        # Nothing is left held: the next response runs at once
-        assert client.responses.create(model="main-agent", input="and now?").status == "completed"
 
 
 # ----- store:false -----
