@@ -15,6 +15,6 @@ _asgi = Mangum(build_app(*routes.submit_routes), lifespan="off")
 
 @logger.inject_lambda_context(correlation_id_path="requestContext.requestId")
 @metrics.log_metrics
-@tracer.capture_lambda_handler
+@tracer.capture_lambda_handler(capture_response=False)  # the body is user content, and may exceed what X-Ray takes
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return _asgi(event, context)

@@ -43,6 +43,7 @@ class Harness:
     stub: OpenAiStub
     clients: tuple[Any, ...]
     plan: FaultPlan = field(default_factory=FaultPlan)
+    app: Any = None  # the ASGI app itself, for cases the HTTP client cannot produce (a client gone at once)
 
     @property
     def store(self) -> TableStore:
@@ -113,7 +114,7 @@ def build_harness(stub: OpenAiStub, **overrides: Any) -> Harness:
     client = httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url="http://faults", headers={"X-User-Id": USER}, timeout=60
     )
-    harness = Harness(context, client, stub, (ddb, s3))
+    harness = Harness(context, client, stub, (ddb, s3), app=app)
     harness.heal()
     return harness
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import httpx
 import pytest
 
 from agent_core.config import get_settings
+from agent_core.observability import tracer
 from agent_core.store.embedded import ensure_resources
 from tests.support.lambda_events import FakeLambdaContext, http_v2_event, rest_v1_event
 from tests.support.server import serve
@@ -88,3 +90,47 @@ def test_submit_and_data_import_neither_openai_nor_mcp() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+class _Subsegment:
+    def __init__(self, name: str, recorder: _XRay) -> None:
+        self.name, self.recorder = name, recorder
+
+    def put_annotation(self, key: str, value: Any) -> None:
+        self.recorder.annotations.append((self.name, key))
+
+    def put_metadata(self, key: str, value: Any, namespace: str = "default") -> None:
+        self.recorder.metadata.append((self.name, key, value))
+
+
+class _XRay:
+    """Stands in for the tracer's X-Ray provider: records what the handler decorator puts on its subsegment."""
+
+    def __init__(self) -> None:
+        self.annotations: list[tuple[str, str]] = []
+        self.metadata: list[tuple[str, str, Any]] = []
+
+    @contextlib.contextmanager
+    def in_subsegment(self, name: str, **_: Any) -> Iterator[_Subsegment]:
+        yield _Subsegment(name, self)
+
+
+def test_buffered_handlers_keep_response_bodies_out_of_x_ray(lambda_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A response body is user content (chat answers, files) and can exceed X-Ray's segment size: the chat,
+    # submit and data handlers trace the call, not what it answered
+    from functions.chat import handler as chat_module
+    from functions.data import handler as data_module
+    from functions.submit import handler as submit_module
+
+    xray = _XRay()
+    monkeypatch.setattr(tracer, "provider", xray)
+    ctx, user = FakeLambdaContext(), {"X-User-Id": "u1"}
+    chat = _fresh(chat_module)(rest_v1_event("POST", "/api/v1/conversations", {"title": "secret plans"}, user), ctx)
+    assert chat["statusCode"] == 201 and "secret plans" in chat["body"]
+    submit = _fresh(submit_module)(http_v2_event("POST", "/api/ap/submit", {"runId": "r", "toolId": "t"}, user), ctx)
+    assert submit["statusCode"] == 200 and json.loads(submit["body"])["accepted"] is False
+    data = _fresh(data_module)(rest_v1_event("GET", "/api/ap/data", None, user, {"file": "c/a.csv"}), ctx)
+    assert data["statusCode"] == 404
+    # Each call was traced (its subsegment annotated), and no response went into the trace
+    assert [key for _, key in xray.annotations].count("ColdStart") == 3
+    assert xray.metadata == []

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
+import boto3
 import openai
 import pytest
 
@@ -14,6 +17,7 @@ from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.llm.openai_client import OpenAiLlmClient
 from agent_core.store.dynamodb import DynamoTable
+from tests.support.faults import FaultPlan
 from tests.support.fixtures import make_settings
 from tests.support.openai_stub import OpenAiStub, StubScript
 from tests.support.responses_app import (  # noqa: F401 (fixtures)
@@ -214,8 +218,85 @@ def test_a_failed_run_ends_with_error_and_response_failed(client: openai.OpenAI,
     assert [e.type for e in events][-2:] == ["error", "response.failed"]
     failed = events[-1].response
     assert failed.status == "failed" and failed.error is not None and "llm_unavailable" in failed.error.message
-    blocking = client.responses.create(model="main-agent", input="fail again")
-    assert blocking.status == "failed" and client.responses.retrieve(blocking.id).status == "failed"
+    # Blocking: an error status with a stable code in OpenAI's error shape, never a 200; the Response is
+    # kept `failed` with its error
+    with pytest.raises(openai.InternalServerError) as error:
+        client.responses.create(model="main-agent", input="fail again")
+    assert error.value.status_code == 502 and error.value.code == "llm_unavailable"
+    assert error.value.type == "server_error"
+    assert _stored_statuses().count("failed") == 2
+
+
+def _stored_statuses() -> list[str]:
+    """The statuses of the stored Responses (tests only: no request path scans)."""
+    scan = boto3.client("dynamodb", region_name="us-east-1").scan(TableName=make_settings().table_name)
+    return [i["status"]["S"] for i in scan["Items"] if i["pk"]["S"].startswith("RESP#")]
+
+
+@contextlib.contextmanager
+def _app_client(openai_stub: OpenAiStub, moto_table: DynamoTable, **env: str) -> Iterator[openai.OpenAI]:
+    """The stream function's routes on their own server, with these settings."""
+    settings = make_settings(
+        AGENT_LLM_PROVIDER="openai", OPENAI_BASE_URL=openai_stub.base_url, OPENAI_API_KEY="sk-t", **env
+    )
+    context = build_context(settings, table=moto_table, llm=OpenAiLlmClient(settings), audit=lambda line: None)
+    with serve(build_app(*routes.stream_routes, context=context)) as base:
+        yield openai.OpenAI(base_url=f"{base}/v1", api_key="user-a", max_retries=0, timeout=30)
+
+
+WRITE_ATTEMPTS = 5  # AGENT_STORE_WRITE_ATTEMPTS' default: a lasting fault outlives every retry
+HANG = threading.Event()  # never set while the test runs: the model stalls after its first chunk
+
+
+def test_blocking_responses_and_chat_completions_have_the_turn_deadline_and_answer_504(
+    openai_stub: OpenAiStub, moto_table: DynamoTable
+) -> None:
+    # The stream deadline (14 minutes by default) is far beyond the client's 30 s timeout: only the turn
+    # deadline can end this run in time
+    openai_stub.enqueue(StubScript.text("thinking", " forever", gate=HANG))
+    try:
+        with _app_client(openai_stub, moto_table, AGENT_TURN_DEADLINE_MS="300") as client:
+            conversation = client.conversations.create().id
+            with pytest.raises(openai.InternalServerError) as error:
+                client.responses.create(model="main-agent", input="think hard", conversation=conversation)
+            assert error.value.status_code == 504 and error.value.code == "deadline_exceeded"
+            assert _stored_statuses() == ["failed"]
+            # A buffered Chat Completion has the same deadline
+            HANG.set()  # the stalled handler thread finishes
+            HANG.clear()
+            openai_stub.enqueue(StubScript.text("thinking", " forever", gate=HANG))
+            with pytest.raises(openai.InternalServerError) as error:
+                client.chat.completions.create(model="main-agent", messages=[{"role": "user", "content": "hm?"}])
+            assert error.value.status_code == 504 and error.value.code == "deadline_exceeded"
+            # The conversation's lease was released: its next turn runs at once
+            after = client.responses.create(model="main-agent", input="and now?", conversation=conversation)
+            assert after.status == "completed"
+    finally:
+        HANG.set()  # release the stub's stalled handler thread
+        HANG.clear()
+
+
+def test_a_blocking_response_whose_end_cannot_be_stored_answers_503_with_retry_after(
+    openai_stub: OpenAiStub, moto_table: DynamoTable
+) -> None:
+    ddb = moto_table._client_factory()
+    with _app_client(openai_stub, moto_table, AGENT_STORE_RETRY_BASE_MS="1") as client:
+        # A clean blocking response, to number its storage calls: the last transaction is its end
+        recorded = FaultPlan().install(ddb)
+        assert client.responses.create(model="main-agent", input="store this").status == "completed"
+        recorded.uninstall()
+        last = max(n for n, call in enumerate(recorded.calls, start=1) if call.operation == "TransactWriteItems")
+        # The same request whose end (answer, run record, lease release) fails through every retry
+        plan = FaultPlan(kind="server_error", at=last, times=WRITE_ATTEMPTS).install(ddb)
+        try:
+            with pytest.raises(openai.InternalServerError) as error:
+                client.responses.create(model="main-agent", input="store this")
+        finally:
+            plan.uninstall()
+        assert len(plan.injected) == WRITE_ATTEMPTS, plan.injected
+        assert error.value.status_code == 503 and error.value.code == "service_unavailable"
+        assert error.value.response.headers["retry-after"] == "1"
+        assert _stored_statuses().count("failed") == 1
 
 
 # ----- store:false -----

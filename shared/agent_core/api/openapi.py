@@ -20,6 +20,7 @@ _DESCRIPTIONS = {
     422: "Invalid request",
     502: "The model failed (`llm_unavailable`)",
     503: "A service is unavailable; retry later",
+    504: "The turn ran out of time before the model finished (`deadline_exceeded`)",
 }
 
 

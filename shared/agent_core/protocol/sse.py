@@ -36,4 +36,8 @@ async def with_pings(source: AsyncIterator[bytes], interval_s: float) -> AsyncIt
             yield chunk
     finally:
         if pending is not None:
-            pending.cancel()
+            pending.cancel()  # the source's step ends itself under the cancellation
+        else:  # the source waits at a yield: close it now, not when it is garbage collected
+            close = getattr(iterator, "aclose", None)
+            if close is not None:
+                await close()

@@ -65,8 +65,11 @@ async def start_chat_completion(
     *,
     now: datetime | None = None,
     public_base_url: str = "",
+    deadline_ms: int | None = None,
 ) -> ChatCompletionRun:
-    """Check the request and take the turn's lease; every 4xx answer comes from here, before any output."""
+    """Check the request and take the turn's lease; every 4xx answer comes from here, before any output.
+
+    `deadline_ms` is a buffered completion's turn deadline (a stream has the stream deadline)."""
     body.check()
     try:
         plan = await plan_response(
@@ -75,6 +78,7 @@ async def start_chat_completion(
         if body.stop_sequences and isinstance(plan.deps.llm, TunedLlm):
             llm = dataclasses.replace(plan.deps.llm, stop=body.stop_sequences)
             plan.deps = dataclasses.replace(plan.deps, llm=llm)
+        plan.deadline_ms = deadline_ms
         prepared = await open_turn(plan)
     except AgentError as error:
         if error.param and error.param.startswith("input"):  # the Responses input is this request's messages

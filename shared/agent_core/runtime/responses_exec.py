@@ -9,18 +9,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
+from agent_core.domain.events import RunError
 from agent_core.errors import AgentError
 from agent_core.observability import logger
 from agent_core.protocol.envelope import Envelope
 from agent_core.protocol.responses import ResponsesEncoder
 from agent_core.protocol.responses_input import ResponseCreate
 from agent_core.runtime.deps import RunDeps
-from agent_core.runtime.loop import TurnRunner
+from agent_core.runtime.loop import DISCONNECTED, TurnRunner
 from agent_core.runtime.responses_run import ResponsePlan, open_turn, plan_response
-from agent_core.runtime.turn import PreparedTurn
+from agent_core.runtime.turn import PreparedTurn, release_failed_run, release_unstarted_turn
 from agent_core.store.responses import ResponseRecord, ResponseStore
 
 Wire = dict[str, Any]
@@ -37,9 +38,13 @@ class ResponseRun:
     responses: ResponseStore | None  # None with store:false: nothing is saved
     record: ResponseRecord | None
     cancel_at_start: bool = False  # cancelled while it was queued: the run starts and stops at once
+    started: bool = False  # its events were iterated: the run owns its end from then on
+    ended: asyncio.Event = field(default_factory=asyncio.Event)  # the run's end and the Response are stored
+    error: RunError | None = None  # the run's run.error (a blocking response answers with its status)
 
     async def events(self) -> AsyncGenerator[Wire, None]:
         """The run's Responses events, ending with exactly one terminal event; the Response is saved last."""
+        self.started = True  # in the same step that enters the run's own try/finally
         runner = TurnRunner(self.prepared)
         if self.cancel_at_start:
             self.prepared.deps.cancels.signal(self.prepared.run.run_id)
@@ -47,19 +52,40 @@ class ResponseRun:
             envelopes = cast(AsyncGenerator[Envelope, None], runner.events())
             async with contextlib.aclosing(envelopes):
                 async for envelope in envelopes:
+                    if isinstance(envelope.event, RunError):
+                        self.error = envelope.event
                     for event in self.encoder.feed(envelope):
                         yield event
         finally:
             if not self.encoder.closed:  # the consumer went away: the run was cancelled under it
                 self.encoder.cancel()
-            await asyncio.shield(self._save())
+            try:
+                await asyncio.shield(self._save())
+            finally:
+                self.ended.set()
 
     async def streamed(self) -> AsyncGenerator[Wire, None]:
         """A foreground stream: `response.created`, `response.in_progress`, then the run."""
         for event in [*self.encoder.created(), *self.encoder.in_progress()]:
             yield event
-        async for event in self.events():
-            yield event
+        async with contextlib.aclosing(self.events()) as events:
+            async for event in events:
+                yield event
+
+    async def settle(self) -> None:
+        """A stream's end (runtime/pending.py): if the client left before the run's events started, the run
+        and the Response end cancelled, as a disconnect mid-stream ends them, and the lease is freed at
+        once; else until the run's end and the Response are stored."""
+        if self.started:
+            await self.ended.wait()
+            return
+        self.started = True
+        try:
+            self.encoder.cancel()
+            await release_unstarted_turn(self.prepared, DISCONNECTED)
+            await self._save()
+        finally:
+            self.ended.set()
 
     async def _save(self) -> None:
         if self.responses is None or self.record is None:
@@ -85,7 +111,14 @@ async def start_response(plan: ResponsePlan, responses: ResponseStore) -> Respon
     record = None
     if plan.body.stored:
         record = plan.record("in_progress", chat_id, run_id)
-        await responses.create(record)
+        try:
+            await responses.create(record)
+        except BaseException as exc:  # the lease is taken: free it (it would hold the chat until it expires)
+            code = exc.code if isinstance(exc, AgentError) else "internal_error"
+            message, at = "the response could not start", prepared.clock_ms()
+            release = release_failed_run(plan.deps, prepared.run, code, message, at, prepared.request.message)
+            await asyncio.shield(release)
+            raise
     return ResponseRun(plan, prepared, _encoder(plan, chat_id), responses if record else None, record)
 
 

@@ -59,6 +59,7 @@ class ResponsePlan:
     created_at: int
     now: datetime | None = None
     public_base_url: str = ""
+    deadline_ms: int | None = None  # a blocking response's turn deadline; else the stream deadline
 
     @property
     def client_tools(self) -> frozenset[str]:
@@ -227,6 +228,7 @@ async def open_turn(plan: ResponsePlan) -> PreparedTurn:
         now=plan.now,
         client_tools=plan.client_tools,
         public_base_url=plan.public_base_url,
+        deadline_ms=plan.deadline_ms,
     )
     prepared = await prepare_turn(deps, request)
     if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from agent_core.domain.events import Event, RequestQuery, RunError
+from agent_core.domain.events import Event, RequestQuery, RunCancel, RunError
 from agent_core.domain.ids import new_chat_id, new_run_id, now_ms, sortable_id
 from agent_core.domain.jobs import CompactJob
 from agent_core.domain.models import Chat, Kind, Message, Profile, Role, Run, RunStatus, Summary, TurnResult
@@ -228,9 +228,21 @@ async def release_failed_run(
     """
     run.status, run.result = RunStatus.FAILED, None
     run.error_code, run.error_message = code, message
+    await _release_run(deps, run, RunError(code=code, message=message), at_ms, question)
+
+
+async def release_unstarted_turn(turn: PreparedTurn, reason: str) -> None:
+    """A prepared turn whose events never started (its client left before the first byte): the run ends
+    cancelled, as a disconnect mid-stream ends it, with a replay of its question; its lease is freed."""
+    run = turn.run
+    run.status, run.result = RunStatus.CANCELLED, None
+    await _release_run(turn.deps, run, RunCancel(reason=reason), turn.clock_ms(), turn.request.message)
+
+
+async def _release_run(deps: RunDeps, run: Run, terminal: Event, at_ms: int, question: str | None) -> None:
     run.ended_at = run.ended_at or at_ms
     if run.snapshot is None:
-        events: list[Event] = [RunError(code=code, message=message)]
+        events: list[Event] = [terminal]
         if question is not None:
             events.insert(0, RequestQuery(message=question, agent_key=run.agent_key))
         ids = (run.run_id, run.chat_id, run.request_id)

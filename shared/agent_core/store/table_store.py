@@ -368,8 +368,9 @@ class TableStore(HierarchyStore):
         return True
 
     async def abandon_turn(self, run: Run) -> None:
-        """A run whose end cannot be written as it should: mark it failed (only if still running) and
-        release its lease (only if still its own); each on its own, so either can succeed alone."""
+        """A run whose end cannot be written as it should (or that never started): store it as
+        it is now, failed or cancelled (only if still running), and release its lease (only if still its
+        own); each on its own, so either can succeed alone."""
         run_item = (await self._fit([it.run_to_item(run)]))[0]
         with contextlib.suppress(ConditionFailed):  # it ended already
             await self.table.put(run_item, _STILL_RUNNING)

@@ -10,7 +10,7 @@ run's input continues the conversation.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from typing import Annotated, Any, cast
 
 from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
@@ -22,14 +22,14 @@ from agent_core.api.deps import app_context, current_user, link_base, request_no
 from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.routes.responses import response_store
 from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
+from agent_core.api.turn_response import TurnStreamingResponse
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
 from agent_core.protocol.ag_ui import AgUiEncoder, encode_event
-from agent_core.protocol.envelope import Envelope
 from agent_core.protocol.responses_input import FunctionToolParam
 from agent_core.protocol.sse import with_pings
 from agent_core.runtime.client_turn import start_client_turn
-from agent_core.runtime.loop import TurnRunner
+from agent_core.runtime.pending import PendingTurn
 
 router = APIRouter(prefix="/api", tags=["ag-ui"], responses=error_responses(400, 401, 404, 409, 413, 422))
 
@@ -91,20 +91,20 @@ async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx
         now=request_now(request),
         public_base_url=link_base(request),
     )
+    turn_events = PendingTurn(prepared)
     encoder = AgUiEncoder(body.thread_id, body.run_id, client_tools=frozenset(t.name for t in tools))
 
     async def stream() -> AsyncIterator[bytes]:
         for event in encoder.opening():
             yield encode_event(event)
-        envelopes = cast(AsyncGenerator[Envelope, None], TurnRunner(prepared).events())
-        async with contextlib.aclosing(envelopes):
+        async with contextlib.aclosing(turn_events.events()) as envelopes:
             async for envelope in envelopes:
                 for event in encoder.feed(envelope):
                     yield encode_event(event)
         if ctx.settings.in_lambda:
             await ctx.queue.join()
 
-    return StreamingResponse(with_pings(stream(), PING_INTERVAL_S), media_type="text/event-stream", headers=SSE_HEADERS)
+    return TurnStreamingResponse(with_pings(stream(), PING_INTERVAL_S), turn_events, SSE_HEADERS)
 
 
 @router.post("/ag-ui", response_class=EventStreamResponse)

@@ -44,7 +44,7 @@ def _stream(run: ChatCompletionRun, ctx: AppContext) -> StreamingResponse:
     response_model=None,
     responses={
         **stream_or_json("The chat.completion, or its chunks with `stream: true`"),
-        **error_responses(404, 409, 413, 502, 503),
+        **error_responses(404, 409, 413, 502, 503, 504),
     },
 )
 async def create_chat_completion(
@@ -54,7 +54,13 @@ async def create_chat_completion(
     if body.model not in {m["id"] for m in models_of(ctx)}:
         raise NotFound(f"model {body.model!r} not found", param="model", code="model_not_found")
     run = await start_chat_completion(
-        ctx.deps, response_store(ctx), body, user, now=request_now(request), public_base_url=link_base(request)
+        ctx.deps,
+        response_store(ctx),
+        body,
+        user,
+        now=request_now(request),
+        public_base_url=link_base(request),
+        deadline_ms=None if body.stream else ctx.settings.turn_deadline_ms,  # as the other buffered routes
     )
     if body.stream:
         return _stream(run, ctx)

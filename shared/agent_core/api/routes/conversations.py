@@ -90,7 +90,7 @@ async def list_messages(
     return _dump(MessageList(items=[MessageOut.of(m) for m in page.items], next_cursor=page.next_cursor))
 
 
-@router.post("/{conversation_id}/chat", responses=error_responses(400, 404, 409, 413, 502, 503))
+@router.post("/{conversation_id}/chat", responses=error_responses(400, 404, 409, 413, 502, 503, 504))
 async def chat(
     conversation_id: PathId,
     body: ChatIn,

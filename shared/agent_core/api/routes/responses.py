@@ -13,6 +13,7 @@ from agent_core.api.deps import app_context, current_user, link_base, request_no
 from agent_core.api.openapi import error_responses, stream_or_json
 from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
 from agent_core.api.schemas import PathId
+from agent_core.api.turn_response import TurnStreamingResponse
 from agent_core.context import AppContext
 from agent_core.domain.jobs import ResponseJob
 from agent_core.errors import InvalidRequest, NotFound
@@ -20,6 +21,8 @@ from agent_core.protocol.responses import encode_event, replay_events
 from agent_core.protocol.responses_input import ResponseCreate
 from agent_core.protocol.responses_items import list_page
 from agent_core.protocol.sse import with_pings
+from agent_core.runtime.blocking import run_failure
+from agent_core.runtime.pending import HeldTurn
 from agent_core.runtime.responses_exec import BackgroundResponses, queue_response, start_response
 from agent_core.runtime.responses_run import plan_response
 from agent_core.store.responses import ACTIVE, ResponseRecord, ResponseStore
@@ -59,7 +62,9 @@ async def _owned(ctx: AppContext, response_id: str, user: str) -> ResponseRecord
     return record
 
 
-def _sse(events: AsyncGenerator[dict[str, Any], None], ctx: AppContext) -> StreamingResponse:
+def _sse(
+    events: AsyncGenerator[dict[str, Any], None], ctx: AppContext, turn: HeldTurn | None = None
+) -> StreamingResponse:
     async def body() -> AsyncIterator[bytes]:
         async with contextlib.aclosing(events) as source:
             async for event in source:
@@ -67,6 +72,8 @@ def _sse(events: AsyncGenerator[dict[str, Any], None], ctx: AppContext) -> Strea
         if ctx.settings.in_lambda:
             await ctx.queue.join()
 
+    if turn is not None:  # a turn holding its chat's lease: released if the client leaves before it starts
+        return TurnStreamingResponse(with_pings(body(), PING_INTERVAL_S), turn, SSE_HEADERS)
     return StreamingResponse(with_pings(body(), PING_INTERVAL_S), media_type="text/event-stream", headers=SSE_HEADERS)
 
 
@@ -80,7 +87,7 @@ async def _listed(events: list[dict[str, Any]]) -> AsyncGenerator[dict[str, Any]
     response_model=None,
     responses={
         **stream_or_json("The Response, or its events with `stream: true`"),
-        **error_responses(404, 409, 413, 502, 503),
+        **error_responses(404, 409, 413, 502, 503, 504),
     },
 )
 async def create_response(
@@ -101,9 +108,11 @@ async def create_response(
         if body.stream:
             return _sse(log.follow(), ctx)
         return JSONResponse(record.body())
+    if not body.stream:  # a buffered answer: the turn deadline, as on the other blocking routes
+        plan.deadline_ms = ctx.settings.turn_deadline_ms
     run = await start_response(plan, responses)
     if body.stream:
-        return _sse(run.streamed(), ctx)
+        return _sse(run.streamed(), ctx, run)
     try:
         async with contextlib.aclosing(run.events()) as events:
             async for _ in events:
@@ -111,6 +120,10 @@ async def create_response(
     finally:
         if ctx.settings.in_lambda:
             await ctx.queue.join()
+    if run.error is not None:
+        # 502 llm_unavailable, 503 service_unavailable (Retry-After), 504 deadline_exceeded: never a 200.
+        # A stored Response is kept `failed` with its error (GET /v1/responses/{id}).
+        raise run_failure(run.error)
     return JSONResponse(run.result())
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -14,11 +15,12 @@ from agent_core.api.deps import app_context, current_user, link_base, request_no
 from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.routes.history import load_snapshot
 from agent_core.api.schemas import Body
+from agent_core.api.turn_response import TurnStreamingResponse
 from agent_core.context import AppContext
 from agent_core.domain.models import TurnResult
 from agent_core.errors import NotFound
 from agent_core.protocol.sse import encode_sse, with_pings
-from agent_core.runtime.loop import TurnRunner
+from agent_core.runtime.pending import PendingTurn
 from agent_core.runtime.turn import TurnRequest, prepare_turn
 
 router = APIRouter(prefix="/api/ap", tags=["stream"], responses=error_responses(401, 413, 422))
@@ -81,15 +83,16 @@ async def query(
     prepared = await prepare_turn(ctx.deps, turn)
     if isinstance(prepared, TurnResult):
         return StreamingResponse(_replayed(ctx, prepared), media_type="text/event-stream", headers=SSE_HEADERS)
-    runner = TurnRunner(prepared)
+    turn_events = PendingTurn(prepared)
 
     async def stream() -> AsyncIterator[bytes]:
-        async for envelope in runner.events():
-            yield encode_sse(envelope.wire())
+        async with contextlib.aclosing(turn_events.events()) as envelopes:
+            async for envelope in envelopes:
+                yield encode_sse(envelope.wire())
         if ctx.settings.in_lambda:
             await ctx.queue.join()
 
-    return StreamingResponse(with_pings(stream(), PING_INTERVAL_S), media_type="text/event-stream", headers=SSE_HEADERS)
+    return TurnStreamingResponse(with_pings(stream(), PING_INTERVAL_S), turn_events, SSE_HEADERS)
 
 
 @router.post("/cancel", responses=error_responses(404))

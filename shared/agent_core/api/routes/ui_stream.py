@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal, cast
 
 from fastapi import APIRouter, Depends, Request
@@ -14,13 +14,13 @@ from agent_core.api.deps import app_context, current_user, link_base, request_no
 from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.routes.responses import response_store
 from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
+from agent_core.api.turn_response import TurnStreamingResponse
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
-from agent_core.protocol.envelope import Envelope
 from agent_core.protocol.sse import with_pings
 from agent_core.protocol.ui_stream import DONE, HEADERS, UiStreamEncoder, encode_part
 from agent_core.runtime.client_turn import start_client_turn
-from agent_core.runtime.loop import TurnRunner
+from agent_core.runtime.pending import PendingTurn
 
 router = APIRouter(prefix="/api", tags=["ui stream"], responses=error_responses(400, 401, 404, 409, 413, 422))
 
@@ -71,13 +71,13 @@ async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) ->
         now=request_now(request),
         public_base_url=link_base(request),
     )
+    turn_events = PendingTurn(prepared)
     encoder = UiStreamEncoder(f"msg_{prepared.run.run_id}")
 
     async def stream() -> AsyncIterator[bytes]:
         for part in encoder.opening():
             yield encode_part(part)
-        envelopes = cast(AsyncGenerator[Envelope, None], TurnRunner(prepared).events())
-        async with contextlib.aclosing(envelopes):
+        async with contextlib.aclosing(turn_events.events()) as envelopes:
             async for envelope in envelopes:
                 for part in encoder.feed(envelope):
                     yield encode_part(part)
@@ -86,4 +86,4 @@ async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) ->
             await ctx.queue.join()
 
     headers = {**SSE_HEADERS, **HEADERS}
-    return StreamingResponse(with_pings(stream(), PING_INTERVAL_S), media_type="text/event-stream", headers=headers)
+    return TurnStreamingResponse(with_pings(stream(), PING_INTERVAL_S), turn_events, headers)

@@ -1,0 +1,55 @@
+"""A prepared turn handed to a streaming response, which settles it however the response ends.
+
+A turn holds its chat's lease and has stored the user's message before the response starts. When the
+client leaves before the first byte, the response body is never iterated (or is closed before its
+first iteration) and the run's own clean-up never runs: `settle` then ends the run as a disconnect
+mid-stream does (`cancelled`, reason `client_disconnected`) and frees the lease at once instead of after
+`AGENT_RUN_LEASE_MS`. A run that did start ends itself; `settle` waits until its end is stored, so the
+response does not finish while the lease is still held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator
+from typing import Protocol, cast
+
+from agent_core.protocol.envelope import Envelope
+from agent_core.runtime.loop import DISCONNECTED, TurnRunner
+from agent_core.runtime.turn import PreparedTurn, release_unstarted_turn
+
+
+class HeldTurn(Protocol):
+    """What a streaming response holds for its turn."""
+
+    async def settle(self) -> None:
+        """Release the turn if its events never started; else wait until its end is stored."""
+
+
+class PendingTurn:
+    """The turn's events (`events()`); once they are iterated the run owns its end."""
+
+    def __init__(self, prepared: PreparedTurn) -> None:
+        self.prepared = prepared
+        self.started = False
+        self.ended = asyncio.Event()
+
+    async def events(self) -> AsyncGenerator[Envelope, None]:
+        # Set in the same step that enters the run's own try/finally: no suspension point between them.
+        self.started = True
+        try:
+            envelopes = cast(AsyncGenerator[Envelope, None], TurnRunner(self.prepared).events())
+            async with contextlib.aclosing(envelopes):
+                async for envelope in envelopes:
+                    yield envelope
+        finally:
+            self.ended.set()
+
+    async def settle(self) -> None:
+        if self.started:
+            await self.ended.wait()
+            return
+        self.started = True
+        await release_unstarted_turn(self.prepared, DISCONNECTED)
+        self.ended.set()
