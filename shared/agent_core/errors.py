@@ -12,6 +12,9 @@ class AgentError(Exception):
     status = 500
     type = "server_error"
     data: dict[str, Any] | None = None  # extra details the mapper adds at the body's top level
+    # False: the request did work a retry would repeat (its question is stored), so clients must not retry
+    # it automatically (the error answer says `x-should-retry: false`, which the OpenAI SDKs honour).
+    retry_safe = True
 
     def __init__(
         self, message: str, *, param: str | None = None, code: str | None = None, data: dict[str, Any] | None = None

@@ -227,6 +227,17 @@ def test_a_failed_run_ends_with_error_and_response_failed(client: openai.OpenAI,
     assert _stored_statuses().count("failed") == 2
 
 
+def test_the_sdk_does_not_retry_a_failed_stored_response(base_url: str, openai_stub: OpenAiStub) -> None:
+    """Its question is stored (and a conversation's would be asked twice): the answer says x-should-retry: false."""
+    eager = openai.OpenAI(base_url=base_url, api_key="user-a", max_retries=2, timeout=30)
+    before = _stored_statuses().count("failed")
+    openai_stub.enqueue(*[StubScript.error(400, "model refuses")] * 6)
+    with pytest.raises(openai.InternalServerError) as error:
+        eager.responses.create(model="main-agent", input="fail once only")
+    assert error.value.status_code == 502 and error.value.response.headers["x-should-retry"] == "false"
+    assert _stored_statuses().count("failed") == before + 1, "one Response: the SDK did not retry"
+
+
 def _stored_statuses() -> list[str]:
     """The statuses of the stored Responses (tests only: no request path scans)."""
     scan = boto3.client("dynamodb", region_name="us-east-1").scan(TableName=make_settings().table_name)

@@ -38,8 +38,10 @@ async def _agent_error(request: Request, exc: Exception) -> JSONResponse:
     if exc.data is not None:
         body["data"] = exc.data
     retry_after = getattr(exc, "retry_after_s", None)
-    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
-    return JSONResponse(body, status_code=status, headers=headers)
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+    if not exc.retry_safe:
+        headers["x-should-retry"] = "false"
+    return JSONResponse(body, status_code=status, headers=headers or None)
 
 
 def _media_type(request: Request) -> str:

@@ -122,8 +122,11 @@ async def create_response(
             await ctx.queue.join()
     if run.error is not None:
         # 502 llm_unavailable, 503 service_unavailable (Retry-After), 504 deadline_exceeded: never a 200.
-        # A stored Response is kept `failed` with its error (GET /v1/responses/{id}).
-        raise run_failure(run.error)
+        # A stored Response is kept `failed` with its error (GET /v1/responses/{id}). Its question is stored
+        # (in the conversation, if any): an automatic retry by the SDK would ask it a second time.
+        failure = run_failure(run.error)
+        failure.retry_safe = not body.stored
+        raise failure
     return JSONResponse(run.result())
 
 
