@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
 
 from agent_core.domain.models import Usage
 
 
 class Event(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+    """A run event; its fields go on the wire in camelCase (`chunk_index` as `chunkIndex`)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
     type: str
 
@@ -25,81 +28,81 @@ class Event(BaseModel):
 class RequestQuery(Event):
     type: Literal["request.query"] = "request.query"
     message: str
-    agent_key: str = Field(alias="agentKey")
+    agent_key: str
 
 
 class ChatStart(Event):
     type: Literal["chat.start"] = "chat.start"
-    chat_name: str = Field(alias="chatName")
+    chat_name: str
 
 
 class RunStart(Event):
     type: Literal["run.start"] = "run.start"
-    agent_key: str = Field(alias="agentKey")
+    agent_key: str
     model: str
 
 
 class RunRoute(Event):
     type: Literal["run.route"] = "run.route"
     mode: str
-    matched_tools: list[str] | None = Field(None, alias="matchedTools")
+    matched_tools: list[str] | None = None
     reason: str | None = None
 
 
 class ReasoningStart(Event):
     type: Literal["reasoning.start"] = "reasoning.start"
-    reasoning_id: str = Field(alias="reasoningId")
+    reasoning_id: str
 
 
 class ReasoningDelta(Event):
     type: Literal["reasoning.delta"] = "reasoning.delta"
-    reasoning_id: str = Field(alias="reasoningId")
+    reasoning_id: str
     delta: str
 
 
 class ReasoningEnd(Event):
     type: Literal["reasoning.end"] = "reasoning.end"
-    reasoning_id: str = Field(alias="reasoningId")
+    reasoning_id: str
 
 
 class ContentStart(Event):
     type: Literal["content.start"] = "content.start"
-    content_id: str = Field(alias="contentId")
+    content_id: str
 
 
 class ContentDelta(Event):
     type: Literal["content.delta"] = "content.delta"
-    content_id: str = Field(alias="contentId")
+    content_id: str
     delta: str
 
 
 class ContentEnd(Event):
     type: Literal["content.end"] = "content.end"
-    content_id: str = Field(alias="contentId")
+    content_id: str
 
 
 class ToolStart(Event):
     type: Literal["tool.start"] = "tool.start"
-    tool_id: str = Field(alias="toolId")
-    tool_name: str = Field(alias="toolName")
-    tool_type: str = Field(alias="toolType")
+    tool_id: str
+    tool_name: str
+    tool_type: str
 
 
 class ToolArgs(Event):
     type: Literal["tool.args"] = "tool.args"
-    tool_id: str = Field(alias="toolId")
+    tool_id: str
     delta: str
-    chunk_index: int = Field(alias="chunkIndex")
+    chunk_index: int
 
 
 class ToolEnd(Event):
     type: Literal["tool.end"] = "tool.end"
-    tool_id: str = Field(alias="toolId")
+    tool_id: str
 
 
 class ToolResult(Event):
     type: Literal["tool.result"] = "tool.result"
-    tool_id: str = Field(alias="toolId")
+    tool_id: str
     result: Any = None
     status: str
     reason: str | None = None
@@ -113,7 +116,7 @@ class RunWarning(Event):
 
 class RunComplete(Event):
     type: Literal["run.complete"] = "run.complete"
-    finish_reason: str = Field(alias="finishReason")
+    finish_reason: str
     usage: dict[str, int] | None = None
     model: str | None = None  # `provider:model` that answered, when a fallback chain is configured
 
@@ -142,31 +145,31 @@ TERMINAL_TYPES = frozenset({"run.complete", "run.error", "run.cancel"})
 
 class ActionStart(Event):
     type: Literal["action.start"] = "action.start"
-    action_id: str = Field(alias="actionId")
-    action_name: str = Field(alias="actionName")
+    action_id: str
+    action_name: str
 
 
 class ActionArgs(Event):
     type: Literal["action.args"] = "action.args"
-    action_id: str = Field(alias="actionId")
+    action_id: str
     delta: str
-    chunk_index: int = Field(alias="chunkIndex")
+    chunk_index: int
 
 
 class ActionEnd(Event):
     type: Literal["action.end"] = "action.end"
-    action_id: str = Field(alias="actionId")
+    action_id: str
 
 
 class ActionResult(Event):
     type: Literal["action.result"] = "action.result"
-    action_id: str = Field(alias="actionId")
+    action_id: str
     result: Any = None
 
 
 class RequestSubmit(Event):
     type: Literal["request.submit"] = "request.submit"
-    tool_id: str = Field(alias="toolId")
+    tool_id: str
     params: Any = None
 
 
@@ -177,5 +180,5 @@ class ReactStep(Event):
     step: int
     thought: str | None = None
     action: str
-    action_input: Any = Field(None, alias="actionInput")
+    action_input: Any = None
     observation: Any = None
