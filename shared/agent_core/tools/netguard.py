@@ -11,26 +11,13 @@ from agent_core.tools.base import ToolFailure
 
 IPAddress: TypeAlias = ipaddress.IPv4Address | ipaddress.IPv6Address
 
-_BLOCKED_NETWORKS: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = (
-    ipaddress.ip_network("0.0.0.0/8"),
-    ipaddress.ip_network("10.0.0.0/8"),
-    ipaddress.ip_network("100.64.0.0/10"),
-    ipaddress.ip_network("127.0.0.0/8"),
-    ipaddress.ip_network("169.254.0.0/16"),
-    ipaddress.ip_network("172.16.0.0/12"),
+# What `is_global` (and the multicast, reserved and site-local flags) leave out: the IETF protocol
+# assignments block (Python counts only parts of it) and the local-use NAT64 prefix (newer Pythons count it).
+_ALSO_BLOCKED: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = (
     ipaddress.ip_network("192.0.0.0/24"),
-    ipaddress.ip_network("192.168.0.0/16"),
-    ipaddress.ip_network("198.18.0.0/15"),
-    ipaddress.ip_network("224.0.0.0/4"),
-    ipaddress.ip_network("240.0.0.0/4"),
-    ipaddress.ip_network("::/128"),
-    ipaddress.ip_network("::1/128"),
     ipaddress.ip_network("64:ff9b:1::/48"),
-    ipaddress.ip_network("fc00::/7"),
-    ipaddress.ip_network("fe80::/10"),
-    ipaddress.ip_network("fec0::/10"),
-    ipaddress.ip_network("ff00::/8"),
 )
+# Cloud instance metadata endpoints (all also non-global; named so that stays true whatever Python says).
 _METADATA_ADDRESSES: frozenset[IPAddress] = frozenset(
     {
         ipaddress.ip_address("169.254.169.254"),
@@ -44,37 +31,30 @@ _IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 
 
 def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address carried by a mapped, compatible, 6to4 or NAT64 IPv6 address, if any."""
+    """The IPv4 address a mapped, 6to4 or NAT64 IPv6 address reaches, if any."""
     if ip.ipv4_mapped is not None:
         return ip.ipv4_mapped
     if ip.sixtofour is not None:
         return ip.sixtofour
-    if ip in _NAT64 or ip in _IPV4_COMPATIBLE:
+    if ip in _NAT64:
         return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     return None
 
 
 def is_blocked_ip(ip: IPAddress) -> bool:
-    """True when an outbound connection to ``ip`` must be refused."""
+    """True when an outbound connection to ``ip`` must be refused: anything not globally reachable."""
     if isinstance(ip, ipaddress.IPv6Address):
-        ip = ipaddress.IPv6Address(int(ip))
+        ip = ipaddress.IPv6Address(int(ip))  # without a zone id
+        if ip in _IPV4_COMPATIBLE:  # deprecated IPv4-compatible forms, `::` and `::1`: never a public target
+            return True
         embedded = _embedded_ipv4(ip)
-        if embedded is not None:
-            if is_blocked_ip(embedded):
-                return True
-            if ip.ipv4_mapped is not None or ip in _NAT64:
-                return False
-    if ip in _METADATA_ADDRESSES or any(ip in net for net in _BLOCKED_NETWORKS):
+        if embedded is not None:  # judged by the IPv4 address it carries
+            return is_blocked_ip(embedded)
+        if ip.is_site_local:
+            return True
+    if ip in _METADATA_ADDRESSES or any(ip in net for net in _ALSO_BLOCKED):
         return True
-    return (
-        ip.is_loopback
-        or ip.is_private
-        or ip.is_link_local
-        or ip.is_multicast
-        or ip.is_reserved
-        or ip.is_unspecified
-        or not ip.is_global
-    )
+    return not ip.is_global or ip.is_multicast or ip.is_reserved
 
 
 def _parse_ipv4_part(part: str) -> int | None:
