@@ -170,6 +170,17 @@ async def test_a_malformed_and_a_failing_record_are_reported_and_the_ok_one_succ
     assert "sk-very-secret" not in str([r.__dict__ for r in caplog.records])
 
 
+async def test_a_malformed_body_stays_out_of_the_batch_processors_debug_log(caplog: pytest.LogCaptureFixture) -> None:
+    async def handle(job: Job) -> None:
+        raise AssertionError("a malformed record never reaches a handler")
+
+    caplog.set_level("DEBUG")
+    event = {"Records": [_sqs_record('{"kind": "compact", "api_key": "sk-very-secret"', "m-malformed")]}
+    assert await process_batch(event, handle) == {"batchItemFailures": [{"itemIdentifier": "m-malformed"}]}
+    assert any(r.name.startswith("aws_lambda_powertools") for r in caplog.records)  # the processor did log it
+    assert "sk-very-secret" not in str([(r.getMessage(), r.__dict__) for r in caplog.records])
+
+
 async def test_when_every_record_fails_all_are_reported_without_raising() -> None:
     async def handle(job: Job) -> None:
         raise ValueError("down")

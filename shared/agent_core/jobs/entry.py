@@ -14,8 +14,9 @@ from agent_core.context import AppContext, build_context
 from agent_core.domain.jobs import DailySummaryJob
 from agent_core.jobs import scheduled
 from agent_core.jobs.handlers import JobHandlers
+from agent_core.jobs.inprocess import JobHandler
 from agent_core.jobs.scheduled import JobReport
-from agent_core.jobs.worker import JobHandler, process_batch
+from agent_core.jobs.worker import process_batch
 from agent_core.observability import logger
 
 ScheduledJob = Literal["idle_sessions", "daily_summary"]
