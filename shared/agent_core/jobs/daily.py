@@ -9,8 +9,7 @@ from agent_core.domain.ids import now_ms
 from agent_core.domain.jobs import DailySummaryJob, Job
 from agent_core.domain.models import Chat, DailySummary, Kind, Message, Role, SessionSummary
 from agent_core.jobs.report import JobReport
-from agent_core.memory.calendar import close_bucket, day_bounds, id_ceiling, id_floor, zone
-from agent_core.memory.sessions import now_ms_of
+from agent_core.memory.calendar import close_bucket, day_bounds, id_ceiling, id_floor, to_ms, zone
 from agent_core.memory.summarize import summarise, transcript
 from agent_core.observability import logger
 from agent_core.runtime.deps import RunDeps
@@ -27,8 +26,8 @@ CATCH_UP_HOURS = 24
 def pass_buckets(now: datetime) -> tuple[list[str], list[str]]:
     """(due, catch-up): the hour just past and this hour; then the CATCH_UP_HOURS before them, newest first."""
     hour = now.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
-    due = [close_bucket(now_ms_of(hour - timedelta(hours=h))) for h in (1, 0)]
-    catch_up = [close_bucket(now_ms_of(hour - timedelta(hours=h))) for h in range(2, CATCH_UP_HOURS + 2)]
+    due = [close_bucket(to_ms(hour - timedelta(hours=h))) for h in (1, 0)]
+    catch_up = [close_bucket(to_ms(hour - timedelta(hours=h))) for h in range(2, CATCH_UP_HOURS + 2)]
     return due, catch_up
 
 
@@ -36,7 +35,7 @@ async def enqueue_closed_days(deps: RunDeps, now: datetime, report: JobReport, u
     """At hh:30: the buckets of the hour just past and of this hour up to now (+05:30 and +05:45 zones), and
     the markers of earlier hours still not summarised (a failed or lost job): each pass catches up.
     With `user_id` (the dev route), that user's days only."""
-    now_ms_ = now_ms_of(now)
+    now_ms_ = to_ms(now)
     due, catch_up = pass_buckets(now)
 
     async def shard(bucket: str, index: int, late: bool) -> None:

@@ -17,6 +17,7 @@ from agent_core.jobs.handlers import JobHandlers
 from agent_core.jobs.inprocess import JobHandler
 from agent_core.jobs.scheduled import JobReport
 from agent_core.jobs.worker import process_batch
+from agent_core.memory.calendar import to_ms
 from agent_core.observability import logger
 
 ScheduledJob = Literal["idle_sessions", "daily_summary"]
@@ -98,7 +99,7 @@ async def enqueue_daily_summaries(
     ctx: AppContext, user_id: str, dates: Sequence[date], now: datetime | None = None, progress: Progress | None = None
 ) -> int:
     """Enqueue one DailySummaryJob per date for `user_id`, one at a time, waiting for each; returns the count."""
-    now_ms = int(now.timestamp() * 1000) if now is not None else None
+    now_ms = to_ms(now) if now is not None else None
     for done, day in enumerate(dates, start=1):
         await ctx.deps.queue.enqueue(DailySummaryJob(user_id=user_id, date=day.isoformat(), now_ms=now_ms))
         await ctx.queue.join()

@@ -8,8 +8,8 @@ from agent_core.domain.ids import now_ms as wall_ms
 from agent_core.domain.jobs import Job, ProfileJob, SessionSummaryJob
 from agent_core.domain.models import Chat, Kind, SessionSummary
 from agent_core.jobs.report import JobReport
-from agent_core.memory.calendar import id_ceiling, id_floor, local_date, zone
-from agent_core.memory.sessions import now_ms_of, too_little
+from agent_core.memory.calendar import id_ceiling, id_floor, local_date, to_ms, zone
+from agent_core.memory.sessions import too_little
 from agent_core.memory.summarize import summarise
 from agent_core.observability import logger
 from agent_core.runtime.deps import RunDeps
@@ -58,7 +58,7 @@ async def summarize_session(deps: RunDeps, job: SessionSummaryJob) -> bool:
 
 async def close_idle_sessions(deps: RunDeps, now: datetime, report: JobReport, user_id: str | None = None) -> JobReport:
     """Every shard of the idle index: close sessions past due (once), move the due of active ones, fail dead runs."""
-    now_ms = now_ms_of(now)
+    now_ms = to_ms(now)
     idle_ms = deps.settings.idle_timeout_minutes * 60_000
     for index in range(SHARDS):
         async for page in deps.store.idle_candidate_pages(index, now_ms):

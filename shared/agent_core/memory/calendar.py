@@ -13,15 +13,20 @@ from agent_core.observability import logger
 MAX_ZONE_NAME = 64
 
 
+def known_zone(name: str) -> bool:
+    """Whether `name` is an IANA zone the server knows (Europe/Paris, UTC)."""
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
+
+
 def valid_zone(name: str, param: str = "timezone") -> str:
     """`name` if it is an IANA zone the server knows (Europe/Paris, UTC); InvalidTimezone (400) otherwise."""
     problem = f"{param} must be an IANA time zone name such as Europe/Paris, not {name[:MAX_ZONE_NAME]!r}"
-    if not name or len(name) > MAX_ZONE_NAME:
+    if not name or len(name) > MAX_ZONE_NAME or not known_zone(name):
         raise InvalidTimezone(problem, param=param)
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise InvalidTimezone(problem, param=param) from exc
     return name
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date
 from zoneinfo import ZoneInfo
 
 from agent_core.domain.ids import base36
@@ -54,13 +54,8 @@ def plan_session(chat: Chat, at_ms: int, tz: ZoneInfo, idle_ms: int, *, new_chat
     )
 
 
-def now_ms_of(moment: datetime) -> int:
-    return int(moment.timestamp() * 1000)
-
-
 MIN_USER_MESSAGES = 2
 MIN_CHARS = 80
-IDLE_PAGE = 200
 
 
 def too_little(messages: list[Message]) -> bool:

@@ -8,7 +8,6 @@ from agent_core.protocol.responses_input import ResponseCreate, ToolChoiceFuncti
 
 TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
 LIFECYCLE = frozenset({"response.created", "response.queued", "response.in_progress", *TERMINAL})
-ACTIVE_STATUSES = frozenset({"queued", "in_progress"})
 _TEXT_DELTAS = frozenset({"response.output_text.delta", "response.reasoning_text.delta"})
 _TEXT_DONES = frozenset({"response.output_text.done", "response.reasoning_text.done"})
 _ARG_DELTAS = frozenset({"response.function_call_arguments.delta", "response.mcp_call_arguments.delta"})

@@ -361,7 +361,3 @@ def daily_from_item(item: Item) -> DailySummary:
 
 def daymark_key(user_id: str, date: str) -> Key:
     return {PK: user_pk(user_id), SK: f"DAYMARK#{date}"}
-
-
-def daily_message_key(chat_id: str, date: str) -> Key:
-    return {PK: chat_pk(chat_id), SK: f"MSG#DAY#{date}"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -39,7 +39,6 @@ class ToolContext:
     frontend: FrontendBridge | None = None
     store: Store | None = None
     public_base_url: str = ""  # where clients reach the API (no trailing slash); '' for root-relative links
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class ToolFailure(Exception):

@@ -7,7 +7,7 @@ import dataclasses
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
@@ -33,7 +33,6 @@ class ToolExecution:
     message: str = ""
     duration_ms: int = 0
     tool_kind: str = "backend"
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def model_content(self) -> str:
         """The TOOL message content: the output, or an error object naming status and reason."""

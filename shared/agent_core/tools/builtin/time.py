@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, Field
 
+from agent_core.memory.calendar import known_zone
 from agent_core.tools.base import Tool, ToolContext, ToolFailure
 from agent_core.tools.quick_rules import sentence_of
 
@@ -37,14 +38,6 @@ _ASKS_TIME = (
 )
 
 
-def _known_zone(name: str) -> bool:
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return False
-    return True
-
-
 class TimeArgs(BaseModel):
     timezone: str | None = Field(None, description="IANA time zone, e.g. Asia/Shanghai; default: the user's")
 
@@ -61,7 +54,7 @@ class TimeTool(Tool):
     def quick_arg_sets(self, message: str, match: re.Match[str], ctx_timezone: str) -> list[dict[str, Any]]:
         """One call per place named in the request's sentence (zones, known cities, in order); else the user's."""
         sentence = sentence_of(message, match.start(), match.end())
-        found = [(m.start(), m.group(0)) for m in _ZONE.finditer(sentence) if _known_zone(m.group(0))]
+        found = [(m.start(), m.group(0)) for m in _ZONE.finditer(sentence) if known_zone(m.group(0))]
         found += [(m.start(), _CITY_ZONES[m.group(0).lower()]) for m in _PLACE.finditer(sentence)]
         zones = list(dict.fromkeys(tz for _, tz in sorted(found)))
         return [{"timezone": tz} for tz in zones] or [{}]
