@@ -42,13 +42,13 @@ from agent_core.errors import AgentError, DeadlineExceeded
 from agent_core.llm.base import LlmRequest
 from agent_core.memory.window import build_window, to_chat_message
 from agent_core.observability import logger
-from agent_core.protocol.envelope import Envelope, EventAssembler
-from agent_core.protocol.replay import SnapshotBuilder
 from agent_core.runtime.cancel import CancelWatch, RunCancelled
+from agent_core.runtime.envelope import Envelope, EventAssembler
 from agent_core.runtime.executor import execute_parallel
 from agent_core.runtime.finish import RunOutcome, abandon_run, persist_run
 from agent_core.runtime.frontend import StoreFrontendBridge
 from agent_core.runtime.lease import LeaseKeeper
+from agent_core.runtime.replay import SnapshotBuilder
 from agent_core.runtime.router import route_and_run
 from agent_core.runtime.run_protocol import OnResult, Purpose
 from agent_core.runtime.step import StepAssembler, StreamedStep

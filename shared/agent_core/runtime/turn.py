@@ -26,9 +26,9 @@ from agent_core.memory.compaction import CompactionPolicy, needs_compaction
 from agent_core.memory.profile import profile_block
 from agent_core.memory.sessions import plan_session
 from agent_core.observability import logger
-from agent_core.protocol.envelope import Envelope
 from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.deps import RunDeps
+from agent_core.runtime.envelope import Envelope
 from agent_core.store.base import DuplicateRequest, RecentMessages, SessionChanged
 from agent_core.store.retry import RetryPolicy, retrying
 

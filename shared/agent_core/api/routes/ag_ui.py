@@ -25,10 +25,10 @@ from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
 from agent_core.protocol.ag_ui import AgUiEncoder, encode_event
-from agent_core.protocol.envelope import Envelope
 from agent_core.protocol.responses_input import FunctionToolParam
 from agent_core.protocol.sse import with_pings
 from agent_core.runtime.client_turn import start_client_turn
+from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import TurnRunner
 
 router = APIRouter(prefix="/api", tags=["ag-ui"], responses=error_responses(400, 401, 404, 409, 413, 422))
