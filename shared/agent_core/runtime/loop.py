@@ -43,6 +43,7 @@ from agent_core.llm.base import LlmRequest
 from agent_core.memory.window import build_window, to_chat_message
 from agent_core.observability import logger
 from agent_core.runtime.cancel import CancelWatch, RunCancelled
+from agent_core.runtime.composer import separator
 from agent_core.runtime.envelope import Envelope, EventAssembler
 from agent_core.runtime.executor import execute_parallel
 from agent_core.runtime.finish import RunOutcome, abandon_run, persist_run
@@ -266,7 +267,11 @@ class TurnRunner:
     ) -> None:
         """The run's final answer: saved as the ASSISTANT message and returned to blocking callers."""
         start = self._answer_start
-        self.outcome.final_text = text if start is None else f"{start}{text}".rstrip()
+        if start is None:
+            self.outcome.final_text = text
+        else:  # a paragraph break between, unless the text brings its own (a step's lead streams one)
+            joint = "" if text[:1].isspace() else separator(start)
+            self.outcome.final_text = f"{start}{joint}{text}".rstrip()
         fields: dict[str, Any] = {} if calls is None else {"tool_calls": calls}
         self.save(Role.ASSISTANT, content=text if stored is None else stored, **fields)
         self.finish_reason = finish_reason

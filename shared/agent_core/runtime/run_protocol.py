@@ -116,7 +116,10 @@ class AgentRun(Protocol):
         ...
 
     def begin_answer(self, text: str) -> None:
-        """The answer starts with `text`, already streamed and saved (answer parts before a follow-up loop)."""
+        """The answer starts with `text`, already streamed and saved (answer parts before a follow-up loop).
+
+        What `answer` then gets follows it after a paragraph break (unless it starts with whitespace).
+        """
         ...
 
     async def guarded(self, awaitable: Awaitable[T]) -> T:

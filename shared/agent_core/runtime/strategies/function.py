@@ -219,6 +219,6 @@ async def progressive(r: AgentRun, calls: list[ToolCall], *, content: str = "") 
         yield event
     async for event in r.run_calls([call for call, _ in follow_up], content=text):
         yield event
-    r.begin_answer(f"{text}{separator(text)}")
+    r.begin_answer(text)
     async for event in function_loop(r, lead=separator(text), compose=False):
         yield event
