@@ -14,8 +14,8 @@ from typing import Any
 from agent_core.protocol.ag_ui import AgUiEncoder
 from agent_core.protocol.ag_ui import encode_event as encode_ag_ui
 from agent_core.protocol.chat_completions import ChatCompletionsEncoder, encode_chunk
-from agent_core.protocol.envelope import Envelope
 from agent_core.protocol.ui_stream import UiStreamEncoder, encode_part
+from agent_core.runtime.envelope import Envelope
 from bench.common import quiet_observability
 from bench.responses_encoder import DELTAS, ROUNDS, Encode, _run, _summary, native
 

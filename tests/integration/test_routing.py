@@ -15,6 +15,7 @@ import pytest
 from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
+from agent_core.domain.models import Role
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
 from agent_core.store.memory import MemoryTable
 from tests.support.fixtures import make_settings
@@ -255,6 +256,29 @@ async def test_progressive_parts_read_as_prose_and_the_last_part_may_complete_wi
     assert text(events) == "Let me look that up.\n\nTokyo is at 13:00.\n\nLondon is at 04:00."
     assert offered(openai_stub.requests[0]) == ["time"], "the last (here: only) part offers the tools"
     assert_grammar(events)
+
+
+async def test_progressive_parts_and_their_follow_up_are_one_answer(openai_stub: OpenAiStub) -> None:
+    # Given the progressive run above: parts, then the follow-up loop's answer after the last part's calls
+    part = StubScript.tool_calls([{"id": "c_ldn", "name": "time", "arguments": {"timezone": "Europe/London"}}])
+    part.chunks.insert(0, Chunk(content="Tokyo is at 13:00."))
+    openai_stub.enqueue(part, StubScript.text("London is at 04:00."))
+    agent = AgentDefinition(key="p", name="P", tools=["time"], compose="progressive")
+    context = stub_context(openai_stub, agent)
+    events = await run_turn(context, "p", "What time is it in Tokyo? And in London?")
+    start = next(e for e in events if e["type"] == "run.start")
+    run = await context.deps.store.get_run(start["chatId"], start["runId"])
+    # Then the result blocking callers get is the streamed answer (one paragraph break between the parts)
+    assert run is not None and run.result is not None
+    assert run.result.assistant_message == text(events) and run.result.finish_reason == "stop"
+    # And each part is stored once: the parts with the calls they led to, the follow-up as the answer
+    stored = (await context.deps.store.recent_messages(start["chatId"], None, 50)).items
+    assistant = [(m.content.strip(), [c.id for c in m.tool_calls or []]) for m in stored if m.role == Role.ASSISTANT]
+    assert assistant == [
+        ("", ["quick_0"]),
+        ("Let me look that up.\n\nTokyo is at 13:00.", ["c_ldn"]),
+        ("London is at 04:00.", []),
+    ]
 
 
 async def test_a_mixed_history_message_runs_the_lookup_beside_another_quick_rule(openai_stub: OpenAiStub) -> None:

@@ -14,8 +14,8 @@ from agent_core.domain.events import (
     ToolStart,
 )
 from agent_core.domain.models import Usage
-from agent_core.protocol.envelope import EventAssembler
-from agent_core.protocol.replay import SnapshotBuilder
+from agent_core.runtime.envelope import EventAssembler
+from agent_core.runtime.replay import SnapshotBuilder
 
 
 def _assembler() -> EventAssembler:

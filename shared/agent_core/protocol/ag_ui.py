@@ -34,7 +34,7 @@ from agent_core.domain.events import (
     ToolResult,
     ToolStart,
 )
-from agent_core.protocol.envelope import Envelope
+from agent_core.runtime.envelope import Envelope
 
 _ENCODER = EventEncoder()
 

@@ -22,7 +22,7 @@ from agent_core.domain.events import (
     ToolArgs,
     ToolStart,
 )
-from agent_core.protocol.envelope import Envelope
+from agent_core.runtime.envelope import Envelope
 
 Wire = dict[str, Any]
 DONE = b"data: [DONE]\n\n"

@@ -32,9 +32,9 @@ from agent_core.domain.events import (
     ToolResult,
     ToolStart,
 )
-from agent_core.protocol.envelope import Envelope
 from agent_core.protocol.responses_aggregate import ResponseAggregator, usage_object
 from agent_core.protocol.responses_items import mcp_names
+from agent_core.runtime.envelope import Envelope
 
 Wire = dict[str, Any]
 

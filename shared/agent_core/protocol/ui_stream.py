@@ -30,7 +30,7 @@ from agent_core.domain.events import (
     ToolResult,
     ToolStart,
 )
-from agent_core.protocol.envelope import Envelope
+from agent_core.runtime.envelope import Envelope
 
 Wire = dict[str, Any]
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}

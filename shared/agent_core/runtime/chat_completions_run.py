@@ -18,9 +18,9 @@ from agent_core.domain.ids import sortable_id
 from agent_core.errors import AgentError
 from agent_core.protocol.chat_completions import ChatCompletionsEncoder
 from agent_core.protocol.chat_completions_input import ChatCompletionCreate, as_response_request
-from agent_core.protocol.envelope import Envelope
 from agent_core.runtime.blocking import run_failure
 from agent_core.runtime.deps import RunDeps
+from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.responses_run import open_turn, plan_response
 from agent_core.runtime.responses_tools import TunedLlm

@@ -1,7 +1,8 @@
 """The run: routing, then the agent's strategy, over shared primitives (stream a model step, run tool calls).
 
-Everything a strategy does goes through `TurnRunner`, which stamps events, keeps the replay snapshot,
-honours the deadline and cancellation, and persists the run once at its end.
+`TurnRunner` implements `run_protocol.AgentRun`, the only thing strategies see of it. Behind that interface
+it stamps events, keeps the replay snapshot, honours the deadline and cancellation, renews the lease, and
+persists the run once at its end.
 """
 
 from __future__ import annotations
@@ -9,10 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Literal, TypeVar
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, TypeVar
 
 from agent_core.domain.events import (
     ActionArgs,
@@ -29,7 +29,6 @@ from agent_core.domain.events import (
     RunCancel,
     RunComplete,
     RunError,
-    RunRoute,
     RunStart,
     RunWarning,
     ToolArgs,
@@ -43,14 +42,17 @@ from agent_core.errors import AgentError, DeadlineExceeded
 from agent_core.llm.base import LlmRequest
 from agent_core.memory.window import build_window, to_chat_message
 from agent_core.observability import logger
-from agent_core.protocol.envelope import Envelope, EventAssembler
-from agent_core.protocol.replay import SnapshotBuilder
 from agent_core.runtime.cancel import CancelWatch, RunCancelled
+from agent_core.runtime.composer import separator
+from agent_core.runtime.envelope import Envelope, EventAssembler
 from agent_core.runtime.executor import execute_parallel
 from agent_core.runtime.finish import RunOutcome, abandon_run, persist_run
 from agent_core.runtime.frontend import StoreFrontendBridge
 from agent_core.runtime.lease import LeaseKeeper
-from agent_core.runtime.step import StepAssembler
+from agent_core.runtime.replay import SnapshotBuilder
+from agent_core.runtime.router import route_and_run
+from agent_core.runtime.run_protocol import OnResult, Purpose
+from agent_core.runtime.step import StepAssembler, StreamedStep
 from agent_core.runtime.toolset import Toolset, build_toolset
 from agent_core.runtime.turn import PreparedTurn
 from agent_core.tools.base import ToolContext
@@ -58,7 +60,6 @@ from agent_core.tools.service import ToolExecution
 
 T = TypeVar("T")
 DISCONNECTED = "client_disconnected"
-OnResult = Callable[[ToolExecution], AsyncIterator[Event]]
 _tool_events = (ToolStart, ToolArgs, ActionStart, ActionArgs)
 
 
@@ -89,15 +90,18 @@ class TurnRunner:
         )
         self.bridge = StoreFrontendBridge(self.deps.store, self.run.run_id, self.run.user_id)
         self.finish_reason = "stop"
-        self.last: StepAssembler | None = None
         self._ended = False
         self._blocks = 0
+        self._answer_start: str | None = None
         self.warnings: list[RunWarning] = []
-        self.raw_result: str | None = None  # a strategy's unpolished answer (ReAct, chain) before enhancement
 
     @property
     def message(self) -> str:
         return self.turn.request.message
+
+    @property
+    def client_tools(self) -> frozenset[str]:
+        return self.turn.request.client_tools
 
     # ----- the run's events -----
 
@@ -108,8 +112,6 @@ class TurnRunner:
         return envelopes
 
     async def events(self) -> AsyncIterator[Envelope]:
-        from agent_core.runtime.router import route_and_run
-
         turn, run = self.turn, self.run
         self.cancel.start()
         self.lease.start()
@@ -129,7 +131,10 @@ class TurnRunner:
                     tools, warnings = await self.guarded(mcp_run.tools())
                     self.toolset = build_toolset(self.agent, self.deps.tools, extra=tools)
                     self.warnings += [RunWarning(code=code, message=message) for code, message in warnings]
-                async for event in route_and_run(self):
+                for warning in self.warnings:
+                    for envelope in self._emit(warning):
+                        yield envelope
+                async for event in route_and_run(self, turn):
                     for envelope in self._emit(event):
                         yield envelope
                 terminal = RunComplete.of(self.finish_reason, self.outcome.usage, self.outcome.answered_by)
@@ -219,6 +224,9 @@ class TurnRunner:
 
         return await self.next_item(once())
 
+    def check_cancelled(self) -> None:
+        self.cancel.raise_if_cancelled()
+
     # ----- prompt and history -----
 
     def window(self, system_prompt: str | None = None, *, include_run: bool = True) -> list[dict[str, Any]]:
@@ -250,11 +258,35 @@ class TurnRunner:
         self.outcome.messages.append(message)
         return message
 
-    def answer(self, text: str, finish_reason: str = "stop") -> None:
+    def answer(
+        self,
+        text: str,
+        finish_reason: str = "stop",
+        *,
+        calls: list[ToolCall] | None = None,
+        stored: str | None = None,
+    ) -> None:
         """The run's final answer: saved as the ASSISTANT message and returned to blocking callers."""
-        self.outcome.final_text = text
-        self.save(Role.ASSISTANT, content=text)
+        start = self._answer_start
+        if start is None:
+            self.outcome.final_text = text
+        else:  # a paragraph break between, unless the text brings its own (a step's lead streams one)
+            joint = "" if text[:1].isspace() else separator(start)
+            self.outcome.final_text = f"{start}{joint}{text}".rstrip()
+        fields: dict[str, Any] = {} if calls is None else {"tool_calls": calls}
+        self.save(Role.ASSISTANT, content=text if stored is None else stored, **fields)
         self.finish_reason = finish_reason
+
+    def begin_answer(self, text: str) -> None:
+        """The answer starts with `text` (streamed and saved already); what `answer` gets follows it."""
+        self._answer_start = text
+        self.outcome.final_text = text.rstrip()
+
+    def result_of(self, call_id: str) -> str:
+        for message in reversed(self.outcome.messages):
+            if message.tool_call_id == call_id:
+                return message.content
+        return ""
 
     # ----- model steps -----
 
@@ -262,26 +294,30 @@ class TurnRunner:
         self._blocks += 1
         return self._blocks
 
-    async def model_step(
+    def model_step(
         self,
         messages: list[dict[str, Any]],
         *,
         tools: list[dict[str, Any]] | None = None,
         forward_content: bool = True,
-        purpose: Literal["chat", "intent", "react", "enhance"] = "chat",
+        purpose: Purpose = "chat",
         lead: str = "",
-    ) -> AsyncIterator[Event]:
-        """Stream one model call, forwarding each delta at once; `self.last` holds what it produced.
+    ) -> StreamedStep:
+        """One model call, each delta forwarded at once; the step tells what it produced once iterated.
 
         Tool calls are forwarded only from a call that offered tools: a call that offered none may still
-        return some (providers do), and its caller decides what they mean (`last.tool_calls()`).
+        return some (providers do), and its caller decides what they mean (`step.tool_calls()`).
         """
         assembler = StepAssembler(step=self.new_block_id(), tool_type=self.toolset.kinds, lead=lead)
-        self.last = assembler
         request = LlmRequest(model=self.run.model, messages=messages, tools=tools or [], purpose=purpose)
         hidden: tuple[type[Event], ...] = _tool_events if not tools else ()
         if not forward_content:
             hidden = (*hidden, ContentStart, ContentDelta, ContentEnd)
+        return StreamedStep(assembler, self._stream(assembler, request, hidden, forward_content))
+
+    async def _stream(
+        self, assembler: StepAssembler, request: LlmRequest, hidden: tuple[type[Event], ...], forward_content: bool
+    ) -> AsyncIterator[Event]:
         stream = self.deps.llm.stream(request)
         try:
             while True:
@@ -414,12 +450,3 @@ class TurnRunner:
                 if call.id in done:
                     text = done[call.id].model_content()
                     self.save(Role.TOOL, content=text, tool_call_id=call.id, tool_name=call.name)
-
-    def self_made_calls(self, prefix: str, calls: list[tuple[str, dict[str, Any]]]) -> list[ToolCall]:
-        return [
-            ToolCall(id=f"{prefix}_{n}", name=name, arguments=json.dumps(args, ensure_ascii=False))
-            for n, (name, args) in enumerate(calls)
-        ]
-
-    def route(self, mode: str, reason: str, matched: list[str] | None = None) -> RunRoute:
-        return RunRoute(mode=mode, matched_tools=matched or None, reason=reason)

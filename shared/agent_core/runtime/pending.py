@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import AsyncGenerator
 from typing import Protocol, cast
 
-from agent_core.protocol.envelope import Envelope
+from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import DISCONNECTED, TurnRunner
 from agent_core.runtime.turn import PreparedTurn, release_unstarted_turn
 

@@ -1,54 +1,82 @@
-"""Routing: the history fast path, then quick rules, else the agent's strategy; chain routes by intent.
+"""Routing, in one place: the history fast path, then quick rules, else the agent's strategy; chain routes by intent.
 
+- Time query: a message asking about past conversations on named days (`memory/time_query.py`, in the
+  user's zone, relative to the turn's "now").
 - History fast path (one answer call over the precomputed summaries): only when the whole message is a
   question about past conversations and no other quick rule fires. A mixed message ("昨天聊了什么，今天
   北京天气怎样？") runs the history lookup (`search_chat_history`) as a quick call beside the others.
 - Quick rules fire only on plain requests (`tools/quick_rules.py`), never for frontend tools or actions.
-  After they ran, the answer call still offers the agent's tools (`composer.call_tools_then_answer`).
+  After they ran, the answer call still offers the agent's tools (`strategies/quick.py`).
 - `chain` agents skip both: the intent call is their routing (`strategies/chain.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+import json
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
+from typing import Any
 
-from agent_core.domain.events import Event
-from agent_core.memory.time_query import TimeRange, is_history_only
-from agent_core.runtime.composer import call_tools_then_answer
-from agent_core.runtime.strategies import STRATEGIES
+from agent_core.domain.events import Event, RunRoute
+from agent_core.domain.models import ToolCall
+from agent_core.memory.calendar import zone
+from agent_core.memory.time_query import TimeRange, detect, is_history_only
+from agent_core.runtime.recall import answer_from_history
+from agent_core.runtime.run_protocol import AgentRun
+from agent_core.runtime.strategies.chain import chain_strategy
+from agent_core.runtime.strategies.direct import direct_strategy
+from agent_core.runtime.strategies.function import function_strategy
+from agent_core.runtime.strategies.quick import call_tools_then_answer
+from agent_core.runtime.strategies.react import react_strategy
+from agent_core.runtime.turn import PreparedTurn
 
-if TYPE_CHECKING:
-    from agent_core.runtime.loop import TurnRunner
+Strategy = Callable[[AgentRun], AsyncIterator[Event]]
 
+STRATEGIES: dict[str, Strategy] = {
+    "function": function_strategy,
+    "react": react_strategy,
+    "direct": direct_strategy,
+    "chain": chain_strategy,
+}
 HISTORY_TOOL = "search_chat_history"
+
+
+def time_query(turn: PreparedTurn) -> TimeRange | None:
+    """The past days the message asks about, in the turn's zone (None when it is not such a question)."""
+    now = datetime.fromtimestamp(turn.at_ms / 1000, UTC)
+    return detect(turn.request.message, turn.timezone, now)
 
 
 def history_call(span: TimeRange) -> tuple[str, dict[str, Any]]:
     return HISTORY_TOOL, {"start": span.start.isoformat(), "end": span.end.isoformat()}
 
 
-async def route_and_run(r: TurnRunner) -> AsyncIterator[Event]:
+def self_made_calls(prefix: str, calls: list[tuple[str, dict[str, Any]]]) -> list[ToolCall]:
+    return [
+        ToolCall(id=f"{prefix}_{n}", name=name, arguments=json.dumps(args, ensure_ascii=False))
+        for n, (name, args) in enumerate(calls)
+    ]
+
+
+async def route_and_run(r: AgentRun, turn: PreparedTurn) -> AsyncIterator[Event]:
     mode = r.agent.mode
-    for warning in r.warnings:
-        yield warning
     if mode == "chain":
         async for event in STRATEGIES[mode](r):
             yield event
         return
     matches = r.toolset.quick_calls(r.message)
-    span = r.turn.time_query
+    span = time_query(turn)
     if span is not None:
-        fast = r.turn.fast_path
-        if fast is not None and not matches and is_history_only(r.message):
-            async for event in fast(r):
+        if not matches and is_history_only(r.message):
+            tz = zone(turn.timezone, turn.deps.settings.default_timezone)
+            async for event in answer_from_history(r, span, turn.deps.store, turn.run.user_id, tz):
                 yield event
             return
         if HISTORY_TOOL in r.toolset.names:
             matches = [history_call(span), *matches]
     if matches:
-        calls = r.self_made_calls("quick", matches)
-        yield r.route(mode, "quick rule matched", [c.name for c in calls])
+        calls = self_made_calls("quick", matches)
+        yield RunRoute(mode=mode, matched_tools=[c.name for c in calls], reason="quick rule matched")
         async for event in call_tools_then_answer(r, calls):
             yield event
         return

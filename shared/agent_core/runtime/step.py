@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from agent_core.domain.events import (
@@ -139,3 +140,23 @@ class StepAssembler:
 
     def text(self) -> str:
         return "".join(self.content)
+
+
+class StreamedStep:
+    """One model call as a strategy sees it: iterate it for the events; then it tells what the model produced."""
+
+    def __init__(self, assembler: StepAssembler, events: AsyncIterator[Event]) -> None:
+        self._assembler = assembler
+        self._events = events
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._events
+
+    def text(self) -> str:
+        return self._assembler.text()
+
+    def tool_calls(self) -> list[ToolCall]:
+        return self._assembler.tool_calls()
+
+    def end_calls(self) -> list[tuple[ToolCall, Event]]:
+        return self._assembler.end_calls()

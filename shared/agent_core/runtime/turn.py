@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from agent_core.domain.events import Event, RequestQuery, RunCancel, RunError
 from agent_core.domain.ids import new_chat_id, new_run_id, now_ms, sortable_id
@@ -27,17 +25,14 @@ from agent_core.memory.calendar import to_ms, zone
 from agent_core.memory.compaction import CompactionPolicy, needs_compaction
 from agent_core.memory.profile import profile_block
 from agent_core.memory.sessions import plan_session
-from agent_core.memory.time_query import TimeRange, detect
 from agent_core.observability import logger
-from agent_core.protocol.envelope import Envelope
 from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.deps import RunDeps
-from agent_core.runtime.recall import time_query_path
+from agent_core.runtime.envelope import Envelope
 from agent_core.store.base import DuplicateRequest, RecentMessages, SessionChanged
 from agent_core.store.retry import RetryPolicy, retrying
 
 CHAT_NAME_CHARS = 30
-FastPath = Callable[[Any], AsyncIterator[Event]]
 
 
 @dataclass
@@ -74,8 +69,6 @@ class PreparedTurn:
     extra_system: list[str] = field(default_factory=list)  # e.g. the user profile block
     timezone: str = "UTC"
     at_ms: int = 0  # "now" of this turn (X-Agent-Now may set it); the run's clock advances from it
-    fast_path: FastPath | None = None  # answers without routing (time queries over summaries)
-    time_query: TimeRange | None = None  # the past days a history question names (the router decides)
 
     @property
     def now(self) -> datetime:
@@ -206,10 +199,6 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
             deps, req, chat, agent, run, summary, history, created_chat=created, timezone=tz.key, at_ms=at_ms
         )
         prepared.extra_system = [b for b in (profile_block(profile),) if b]
-        span = detect(req.message, tz.key, datetime.fromtimestamp(at_ms / 1000, UTC))
-        if span is not None:
-            prepared.fast_path = time_query_path(span)
-            prepared.time_query = span
         await _maybe_compact(prepared)
     except BaseException as exc:
         code = exc.code if isinstance(exc, AgentError) else "internal_error"

@@ -12,14 +12,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
-from agent_core.domain.events import Event
-from agent_core.runtime.composer import enhance, settle_answer
+from agent_core.domain.events import Event, RunRoute
+from agent_core.runtime.composer import enhance
 from agent_core.runtime.decisions import DecisionError, parse_intent
-
-if TYPE_CHECKING:
-    from agent_core.runtime.loop import TurnRunner
+from agent_core.runtime.run_protocol import AgentRun
+from agent_core.runtime.strategies.common import RawResult
+from agent_core.runtime.strategies.function import function_loop, settle_answer
+from agent_core.runtime.strategies.react import react_loop
 
 INTENT_PROMPT = (
     "Decide how to handle the user's last message. Answer with ONE JSON object: "
@@ -28,41 +28,39 @@ INTENT_PROMPT = (
 )
 
 
-async def chain_strategy(r: TurnRunner) -> AsyncIterator[Event]:
+async def chain_strategy(r: AgentRun) -> AsyncIterator[Event]:
     names = ", ".join(r.toolset.names) or "none available"
     messages = [*r.window(include_run=False), {"role": "system", "content": INTENT_PROMPT.replace("{tools}", names)}]
-    async for event in r.model_step(messages, forward_content=False, purpose="intent"):
+    intent = r.model_step(messages, forward_content=False, purpose="intent")
+    async for event in intent:
         yield event
-    assert r.last is not None
     try:
-        mode, reason = parse_intent(r.last.text())
+        mode, reason = parse_intent(intent.text())
     except DecisionError as error:
         mode, reason = "react", f"intent unclear ({error}); using the tool branch"
-        if r.last.tool_calls():
+        if intent.tool_calls():
             reason = "the intent call asked for tools"
-    yield r.route("chain", f"{mode}: {reason}".strip())
+    yield RunRoute(mode="chain", reason=f"{mode}: {reason}".strip())
     if mode == "direct":
-        async for event in r.model_step(r.window()):
+        step = r.model_step(r.window())
+        async for event in step:
             yield event
-        assert r.last is not None
-        if r.last.text() or not r.last.tool_calls():
-            async for event in settle_answer(r, loop=False):
+        if step.text() or not step.tool_calls():
+            async for event in settle_answer(r, step, loop=False):
                 yield event
             return
-        yield r.route("chain", "react: the direct answer asked for tools")
-    async for event in tool_branch(r):
+        yield RunRoute(mode="chain", reason="react: the direct answer asked for tools")
+    raw = RawResult()
+    async for event in tool_branch(r, raw):
         yield event
-    if r.raw_result is None:  # the branch already answered (user_input or maxSteps)
+    if raw.text is None:  # the branch already answered (user_input or maxSteps)
         return
-    async for event in enhance(r, r.raw_result):
+    async for event in enhance(r, raw.text):
         yield event
 
 
-async def tool_branch(r: TurnRunner) -> AsyncIterator[Event]:
-    """The tool loop per the agent's `strategy`; its final text lands in `r.raw_result`."""
-    from agent_core.runtime.strategies.function import function_loop
-    from agent_core.runtime.strategies.react import react_loop
-
-    loop = function_loop(r, raw=True) if r.agent.strategy == "function" else react_loop(r, emit_final=False)
+async def tool_branch(r: AgentRun, raw: RawResult) -> AsyncIterator[Event]:
+    """The tool loop per the agent's `strategy`; its final text lands in `raw`."""
+    loop = function_loop(r, raw=raw) if r.agent.strategy == "function" else react_loop(r, raw=raw)
     async for event in loop:
         yield event

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
-from agent_core.domain.events import Event
-from agent_core.runtime.composer import answer_step
-
-if TYPE_CHECKING:
-    from agent_core.runtime.loop import TurnRunner
+from agent_core.domain.events import Event, RunRoute
+from agent_core.runtime.run_protocol import AgentRun
+from agent_core.runtime.strategies.function import answer_step
 
 
-async def direct_strategy(r: TurnRunner) -> AsyncIterator[Event]:
-    yield r.route("direct", "direct answer, no tools")
+async def direct_strategy(r: AgentRun) -> AsyncIterator[Event]:
+    yield RunRoute(mode="direct", reason="direct answer, no tools")
     async for event in answer_step(r, r.window()):
         yield event

@@ -4,31 +4,34 @@ Function -> Prompt fallback: the run continues as ReAct (JSON decisions, no `too
 provider rejects the request because of its tools (a 4xx naming tools or functions), or when the model's
 tool-call arguments cannot be parsed in two steps in a row. Each fallback is a `run.warning` and a
 `StrategyFallbacks` metric.
+
+The answers the loop composes live here too, as they continue into it: `settle_answer` (a call that
+offered no tools returned calls anyway) and `progressive` (one answer part per tool as it completes).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from agent_core.domain.events import Event, RunWarning
-from agent_core.domain.models import Role, ToolCall
+from agent_core.domain.events import Event, RunRoute, RunWarning
+from agent_core.domain.models import ToolCall
 from agent_core.errors import LlmRejectedTools
 from agent_core.observability import NAMESPACE, logger
-from agent_core.runtime.composer import progressive, settle_answer
-from agent_core.runtime.strategies.common import close_at_max_steps
-
-if TYPE_CHECKING:
-    from agent_core.runtime.loop import TurnRunner
+from agent_core.runtime.composer import filler_line, part_messages, separator, unoffered_message
+from agent_core.runtime.run_protocol import AgentRun, ModelStep
+from agent_core.runtime.strategies.common import RawResult, close_at_max_steps
+from agent_core.runtime.strategies.react import react_loop
+from agent_core.tools.service import ToolExecution
 
 UNPARSABLE_STEPS = 2  # consecutive steps with unparsable arguments before falling back
 
 
-async def function_strategy(r: TurnRunner) -> AsyncIterator[Event]:
-    yield r.route("function", "function calling")
+async def function_strategy(r: AgentRun) -> AsyncIterator[Event]:
+    yield RunRoute(mode="function", reason="function calling")
     async for event in function_loop(r):
         yield event
 
@@ -44,49 +47,48 @@ def unparsable(arguments: str) -> bool:
 
 
 async def function_loop(
-    r: TurnRunner, *, raw: bool = False, lead: str = "", compose: bool = True
+    r: AgentRun, *, raw: RawResult | None = None, lead: str = "", compose: bool = True
 ) -> AsyncIterator[Event]:
     """Model steps offering the agent's tools until one answers without calling any.
 
     The window includes what the run already did (quick-rule calls, earlier steps). With `raw` (the
-    chain's tool branch) nothing the model writes is streamed: the last text is kept in `r.raw_result`
-    for the enhancement call. `lead` is streamed before the first step's text (a separator after
+    chain's tool branch) nothing the model writes is streamed: the last text is kept in `raw` for the
+    enhancement call. `lead` is streamed before the first step's text (a separator after
     earlier answer parts); `compose=False` keeps progressive composition out (it is already running).
     """
     tools = r.toolset.schemas()
     bad_steps = 0
     for step in range(r.agent.max_steps):
-        r.cancel.raise_if_cancelled()
+        r.check_cancelled()
+        first_lead = "" if step else lead
+        step_result = r.model_step(r.window(), tools=tools, forward_content=raw is None, lead=first_lead)
         try:
-            first_lead = "" if step else lead
-            async for event in r.model_step(r.window(), tools=tools, forward_content=not raw, lead=first_lead):
+            async for event in step_result:
                 yield event
         except LlmRejectedTools as rejected:
             async for event in fall_back(r, "tools_rejected", rejected.message, raw=raw):
                 yield event
             return
-        assert r.last is not None
-        step_result = r.last
         if not tools:  # nothing was offered: calls the model makes anyway are not run
-            async for event in settle_answer(r, loop=False, raw=raw):
+            async for event in settle_answer(r, step_result, loop=False, raw=raw):
                 yield event
             return
         ends = step_result.end_calls()
         if not ends:
-            if raw:
-                r.raw_result = step_result.text()
+            if raw is not None:
+                raw.text = step_result.text()
             else:
                 r.answer(step_result.text())
             return
-        client = r.turn.request.client_tools
-        if client and not raw and any(call.name in client for call, _ in ends):
+        client = r.client_tools
+        if client and raw is None and any(call.name in client for call, _ in ends):
             async for event in _hand_over(r, ends, step_result.text()):
                 yield event
             return
         async for event in r.end_calls(ends):
             yield event
         calls = [call for call, _ in ends]
-        if r.agent.compose == "progressive" and compose and not raw:
+        if r.agent.compose == "progressive" and compose and raw is None:
             async for event in progressive(r, calls, content=step_result.text()):
                 yield event
             return
@@ -102,14 +104,12 @@ async def function_loop(
         yield event
 
 
-async def fall_back(r: TurnRunner, code: str, reason: str, *, raw: bool) -> AsyncIterator[Event]:
+async def fall_back(r: AgentRun, code: str, reason: str, *, raw: RawResult | None) -> AsyncIterator[Event]:
     """Function -> Prompt: the same run continues as ReAct, with a warning and a metric."""
-    from agent_core.runtime.strategies.react import react_loop
-
     count_fallback(code)
     yield RunWarning(code=code, message=f"falling back to the prompt strategy (ReAct): {reason}")
-    yield r.route("react", f"fallback (Function -> Prompt): {code}")
-    async for event in react_loop(r, emit_final=not raw):
+    yield RunRoute(mode="react", reason=f"fallback (Function -> Prompt): {code}")
+    async for event in react_loop(r, raw=raw):
         yield event
 
 
@@ -121,13 +121,13 @@ def count_fallback(reason: str) -> None:
         logger.warning("metric emit failed", extra={"error": str(exc)})
 
 
-async def _hand_over(r: TurnRunner, ends: list[tuple[ToolCall, Event]], text: str) -> AsyncIterator[Event]:
+async def _hand_over(r: AgentRun, ends: list[tuple[ToolCall, Event]], text: str) -> AsyncIterator[Event]:
     """The model called tools the caller runs itself: the run ends here with finishReason `tool_calls`.
 
     Server-side calls of the same step still run first, so every call in the history but the caller's
     has its result; the caller's outputs arrive with its next request.
     """
-    client = r.turn.request.client_tools
+    client = r.client_tools
     server = [(call, end) for call, end in ends if call.name not in client]
     for call, end in ends:
         if call.name in client:
@@ -138,6 +138,87 @@ async def _hand_over(r: TurnRunner, ends: list[tuple[ToolCall, Event]], text: st
         async for event in r.run_calls([call for call, _ in server], content=text):
             yield event
     handed = [call for call, _ in ends if call.name in client]
-    r.save(Role.ASSISTANT, content="" if server else text, tool_calls=handed)
-    r.outcome.final_text = text
-    r.finish_reason = "tool_calls"
+    r.answer(text, "tool_calls", calls=handed, stored="" if server else text)
+
+
+async def settle_answer(
+    r: AgentRun, step: ModelStep, *, loop: bool = True, raw: RawResult | None = None
+) -> AsyncIterator[Event]:
+    """The answer of a call that offered no tools; tool calls it returned anyway are handled, never dangling.
+
+    Their events were not forwarded. A `run.warning` names them; when the model wrote no text and the
+    agent has tools, the run continues in the tool loop (tools offered) so the calls go through the
+    normal path; otherwise the text (or a short note naming the tools) is the answer.
+    """
+    text = step.text()
+    names = list(dict.fromkeys(call.name for call in step.tool_calls()))
+    if names:
+        message = f"the model called {', '.join(names)} in a call that offered no tools"
+        yield RunWarning(code="unoffered_tool_calls", message=message)
+        if loop and not text and r.toolset.schemas():
+            async for event in function_loop(r, raw=raw):
+                yield event
+            return
+    if raw is not None:
+        raw.text = text
+        return
+    if not text and names:
+        text = unoffered_message(r, names)
+        async for event in r.text_block(text):
+            yield event
+    r.answer(text)
+
+
+async def answer_step(r: AgentRun, messages: list[dict[str, Any]]) -> AsyncIterator[Event]:
+    """One streamed answer call offering no tools (direct answers, recall)."""
+    step = r.model_step(messages)
+    async for event in step:
+        yield event
+    async for event in settle_answer(r, step):
+        yield event
+
+
+async def progressive(r: AgentRun, calls: list[ToolCall], *, content: str = "") -> AsyncIterator[Event]:
+    """A filler line at once, then one streamed answer part per tool as it completes (fastest first).
+
+    Parts are separate paragraphs: each part after the first starts with a paragraph break (streamed as
+    its first delta), so a client that concatenates the deltas reads prose in any language. The last
+    part's call offers the agent's tools: calls it makes run through the function loop, whose answer
+    follows the parts.
+    """
+    filler = filler_line(r.message)
+    parts = [filler]
+    follow_up: list[tuple[ToolCall, Event]] = []
+    async for event in r.text_block(filler):
+        yield event
+    results = 0
+
+    async def on_result(execution: ToolExecution) -> AsyncIterator[Event]:
+        nonlocal results
+        results += 1
+        tools = r.toolset.schemas() if results == len(calls) else None
+        messages = part_messages(r, execution, first=len(parts) == 1)
+        step = r.model_step(messages, tools=tools, lead=separator(parts[-1]))
+        async for event in step:
+            yield event
+        if step.text().strip():
+            parts.append(step.text())
+        if tools:
+            follow_up.extend(step.end_calls())
+        elif step.tool_calls():
+            message = "an answer part called tools in a call that offered none"
+            yield RunWarning(code="unoffered_tool_calls", message=message)
+
+    async for event in r.run_calls(calls, content=content, on_result=on_result):
+        yield event
+    text = "".join(parts).rstrip()
+    if not follow_up:
+        r.answer(text)
+        return
+    async for event in r.end_calls(follow_up):
+        yield event
+    async for event in r.run_calls([call for call, _ in follow_up], content=text):
+        yield event
+    r.begin_answer(text)
+    async for event in function_loop(r, lead=separator(text), compose=False):
+        yield event

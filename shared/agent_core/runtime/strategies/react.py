@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agent_core.domain.events import Event, ReactStep
+from agent_core.domain.events import Event, ReactStep, RunRoute
 from agent_core.domain.models import ToolCall
 from agent_core.errors import AgentError
 from agent_core.runtime.composer import enhance
 from agent_core.runtime.decisions import DecisionError, ReactDecision, parse_react
-from agent_core.runtime.strategies.common import close_at_max_steps
-
-if TYPE_CHECKING:
-    from agent_core.runtime.loop import TurnRunner
+from agent_core.runtime.run_protocol import AgentRun
+from agent_core.runtime.strategies.common import RawResult, close_at_max_steps
 
 REACT_FORMAT = """You solve the task step by step. Answer every step with ONE JSON object and nothing else:
 {"thought": "<your reasoning>", "action": "tool_call" | "user_input" | "final_answer", "action_input": ...}
@@ -32,7 +30,7 @@ class ReactParseError(AgentError):
     type = "server_error"
 
 
-def react_prompt(r: TurnRunner) -> str:
+def react_prompt(r: AgentRun) -> str:
     tools = "\n".join(
         f"- {t['name']}: {t.get('description', '')} parameters: {json.dumps(t.get('parameters', {}))}"
         for t in r.toolset.describe()
@@ -40,14 +38,14 @@ def react_prompt(r: TurnRunner) -> str:
     return f"{r.agent.system_prompt}\n\n{REACT_FORMAT}{tools or '(none)'}"
 
 
-async def _decide(r: TurnRunner, messages: list[dict[str, Any]], holder: list[ReactDecision]) -> AsyncIterator[Event]:
+async def _decide(r: AgentRun, messages: list[dict[str, Any]], holder: list[ReactDecision]) -> AsyncIterator[Event]:
     """One decision; an unparsable answer gets one retry with the parse error, then the run fails."""
     for attempt in range(2):
-        async for event in r.model_step(messages, forward_content=False, purpose="react"):
+        step = r.model_step(messages, forward_content=False, purpose="react")
+        async for event in step:
             yield event
-        assert r.last is not None
-        text = r.last.text()
-        native = r.last.tool_calls()
+        text = step.text()
+        native = step.tool_calls()
         if native and not text.strip():  # a native call instead of the JSON: read it as a tool_call decision
             text = _decision_text(native[0])
         try:
@@ -75,26 +73,25 @@ def _decision_text(call: ToolCall) -> str:
     return json.dumps({"thought": "", "action": "tool_call", "action_input": action_input}, ensure_ascii=False)
 
 
-def _seeded(r: TurnRunner, calls: list[ToolCall]) -> list[dict[str, Any]]:
+def _seeded(r: AgentRun, calls: list[ToolCall]) -> list[dict[str, Any]]:
     """Calls the run already made (quick rules) as ReAct steps: the decision, then its observation."""
-    results = {m.tool_call_id: m.content for m in r.outcome.messages if m.tool_call_id}
     transcript: list[dict[str, Any]] = []
     for call in calls:
         transcript.append({"role": "assistant", "content": _decision_text(call)})
-        transcript.append({"role": "user", "content": f"Observation: {results.get(call.id, '')}"})
+        transcript.append({"role": "user", "content": f"Observation: {r.result_of(call.id)}"})
     return transcript
 
 
 async def react_loop(
-    r: TurnRunner, *, emit_final: bool = True, seed: list[ToolCall] | None = None
+    r: AgentRun, *, raw: RawResult | None = None, seed: list[ToolCall] | None = None
 ) -> AsyncIterator[Event]:
-    """The ReAct loop; the final answer is streamed (or enhanced), or kept in `r.raw_result` for chain.
+    """The ReAct loop; the final answer is streamed (or enhanced), or kept in `raw` for chain.
 
     `seed`: calls already made this run (quick rules), given to the model as earlier steps.
     """
     messages = r.window(react_prompt(r), include_run=False) + _seeded(r, seed or [])
     for step in range(1, r.agent.max_steps + 1):
-        r.cancel.raise_if_cancelled()
+        r.check_cancelled()
         holder: list[ReactDecision] = []
         async for event in _decide(r, messages, holder):
             yield event
@@ -111,7 +108,7 @@ async def react_loop(
                 yield event
             async for event in r.run_calls([call], content=decision.thought):
                 yield event
-            observation = r.outcome.messages[-1].content
+            observation = r.result_of(call.id)
             if r.agent.react_verbose:
                 yield _step_event(step, decision, observation)
             messages.append({"role": "user", "content": f"Observation: {observation}"})
@@ -123,8 +120,8 @@ async def react_loop(
                 yield event
             r.answer(decision.text, "user_input")
             return
-        r.raw_result = decision.text
-        if not emit_final:
+        if raw is not None:
+            raw.text = decision.text
             return
         if r.agent.enhance:
             async for event in enhance(r, decision.text):
@@ -148,7 +145,7 @@ def _step_event(step: int, decision: ReactDecision, observation: Any) -> ReactSt
     )
 
 
-async def react_strategy(r: TurnRunner) -> AsyncIterator[Event]:
-    yield r.route("react", "ReAct prompt strategy")
+async def react_strategy(r: AgentRun) -> AsyncIterator[Event]:
+    yield RunRoute(mode="react", reason="ReAct prompt strategy")
     async for event in react_loop(r):
         yield event

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_core.domain.events import TERMINAL_TYPES
-from agent_core.protocol.envelope import Envelope
+from agent_core.runtime.envelope import Envelope
 
 # Live events kept as they are in a replay.
 KEPT = frozenset({"request.query", "run.route", "tool.result", "action.result", "request.submit"} | TERMINAL_TYPES)

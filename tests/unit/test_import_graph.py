@@ -1,0 +1,144 @@
+"""The runtime's import graph has no cycle, and none is hidden behind TYPE_CHECKING or function-level imports.
+
+Strategies, the composer and recall depend on `runtime/run_protocol.py`, never on the runner that
+implements it; the runner depends on the router, the router on the strategies.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from graphlib import CycleError, TopologicalSorter
+from pathlib import Path
+
+import agent_core
+
+PACKAGE = Path(agent_core.__file__).parent
+RUNTIME = "agent_core.runtime"
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = ["agent_core", *path.relative_to(PACKAGE).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+MODULES = _modules()
+
+
+def _module_of(name: str) -> str | None:
+    """The agent_core module an imported name lives in (`a.b.func` -> `a.b`), None outside agent_core."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _targets(node: ast.Import | ast.ImportFrom) -> Iterator[str]:
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    elif node.level == 0 and node.module:
+        names = [f"{node.module}.{alias.name}" for alias in node.names]
+    else:  # the package uses absolute imports only
+        raise AssertionError(f"relative import at line {node.lineno}")
+    for name in names:
+        if (module := _module_of(name)) is not None:
+            yield module
+
+
+def _module_level(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Imports run when the module is imported: top level, and inside top-level if/try blocks."""
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If):
+            yield from _module_level(node.body)
+            yield from _module_level(node.orelse)
+        elif isinstance(node, ast.Try):
+            for block in (node.body, *(h.body for h in node.handlers), node.orelse, node.finalbody):
+                yield from _module_level(block)
+
+
+def _tree(module: str) -> ast.Module:
+    return ast.parse(MODULES[module].read_text(encoding="utf-8"))
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module-level imports between agent_core modules."""
+    graph: dict[str, set[str]] = {}
+    for module in MODULES:
+        targets = {t for node in _module_level(_tree(module).body) for t in _targets(node)}
+        graph[module] = targets - {module}
+    return graph
+
+
+def _runtime_modules() -> list[str]:
+    return sorted(m for m in MODULES if m == RUNTIME or m.startswith(f"{RUNTIME}."))
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    try:
+        TopologicalSorter(graph).prepare()
+    except CycleError as error:
+        return list(error.args[1])
+    return None
+
+
+def _reaching_runtime(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph cut down to modules on some path through the runtime (any cycle through it stays)."""
+    runtime = set(_runtime_modules())
+    reverse: dict[str, set[str]] = {m: set() for m in graph}
+    for module, targets in graph.items():
+        for target in targets:
+            reverse[target].add(module)
+
+    def closure(start: set[str], edges: dict[str, set[str]]) -> set[str]:
+        seen, todo = set(start), list(start)
+        while todo:
+            for nxt in edges[todo.pop()]:
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    keep = closure(runtime, graph) & closure(runtime, reverse)
+    return {m: graph[m] & keep for m in keep}
+
+
+def test_the_runtime_is_in_no_import_cycle() -> None:
+    assert _cycle(_reaching_runtime(import_graph())) is None
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    graph = import_graph()
+    graph["agent_core.runtime.run_protocol"] = graph["agent_core.runtime.run_protocol"] | {"agent_core.runtime.loop"}
+    cycle = _cycle(_reaching_runtime(graph))
+    assert cycle is not None and "agent_core.runtime.loop" in cycle
+
+
+def test_no_type_checking_block_or_function_level_import_in_the_runtime() -> None:
+    """A cycle hidden behind `if TYPE_CHECKING:` or an import inside a function would escape the graph."""
+    found = []
+    for module in _runtime_modules():
+        tree = _tree(module)
+        top = {id(node) for node in _module_level(tree.body)}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Name) and node.id == "TYPE_CHECKING") or (
+                isinstance(node, ast.Attribute) and node.attr == "TYPE_CHECKING"
+            ):
+                found.append(f"{module}:{node.lineno} TYPE_CHECKING")
+            elif isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in top and any(_targets(node)):
+                found.append(f"{module}:{node.lineno} function-level import of {', '.join(_targets(node))}")
+    assert found == []
+
+
+def test_strategies_composer_and_recall_see_only_the_run_protocol() -> None:
+    """They import no part of the run machinery: not the runner, its turn, its persistence, or the router."""
+    machinery = {f"{RUNTIME}.{name}" for name in ("loop", "router", "turn", "finish", "deps", "step")}
+    graph = import_graph()
+    users = [m for m in _runtime_modules() if m.startswith(f"{RUNTIME}.strategies")]
+    users += [f"{RUNTIME}.composer", f"{RUNTIME}.recall", f"{RUNTIME}.run_protocol"]
+    assert {m: graph[m] & machinery for m in users if graph[m] & machinery} == {}
