@@ -20,6 +20,7 @@ from bench import (
     submit_roundtrip,
     turn_latency,
     wire_encoders,
+    wire_first_byte,
 )
 from bench.common import machine
 
@@ -129,6 +130,7 @@ def run() -> dict[str, Any]:
         ("memory_recall", memory_recall),
         ("responses_encoder", responses_encoder),
         ("wire_encoders", wire_encoders),
+        ("wire_first_byte", wire_first_byte),
         ("jobs_scale", jobs_scale),
         ("embedded_store", embedded_store),
     ):

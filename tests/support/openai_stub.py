@@ -145,6 +145,8 @@ class _Handler(BaseHTTPRequestHandler):
     """Serves POST /v1/chat/completions from the owning stub's script queue."""
 
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY: without it the first chunk waits behind the headers for the client's delayed ACK (~40 ms).
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
