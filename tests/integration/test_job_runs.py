@@ -45,13 +45,18 @@ MESSAGES = ("I want to plan a trip to Kyoto in April with my family", "our budge
 @pytest.fixture
 def log_output() -> Iterator[io.StringIO]:
     """What the Powertools logger writes (JSON lines on standard output in Lambda), captured."""
-    handlers = [h for h in logging.getLogger(logger.name).handlers if isinstance(h, logging.StreamHandler)]
+    target = logging.getLogger(logger.name)
+    formatter = next(h.formatter for h in target.handlers if h.formatter is not None)
     buffer = io.StringIO()
-    previous = [h.setStream(buffer) for h in handlers]
-    yield buffer
-    for handler, stream in zip(handlers, previous, strict=True):
-        if stream is not None:
-            handler.setStream(stream)
+    # A handler of its own (with Powertools' JSON formatter), so no handler added or re-pointed meanwhile by
+    # another module loses a line.
+    capture = logging.StreamHandler(buffer)
+    capture.setFormatter(formatter)
+    target.addHandler(capture)
+    try:
+        yield buffer
+    finally:
+        target.removeHandler(capture)
 
 
 def _log_lines(out: str) -> list[dict[str, Any]]:
