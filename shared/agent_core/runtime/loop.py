@@ -52,6 +52,7 @@ from agent_core.runtime.lease import LeaseKeeper
 from agent_core.runtime.replay import SnapshotBuilder
 from agent_core.runtime.router import route_and_run
 from agent_core.runtime.run_protocol import OnResult, Purpose
+from agent_core.runtime.settle import to_the_end
 from agent_core.runtime.step import StepAssembler, StreamedStep
 from agent_core.runtime.toolset import Toolset, build_toolset
 from agent_core.runtime.turn import PreparedTurn
@@ -154,13 +155,13 @@ class TurnRunner:
                 terminal, status = RunError(code="internal_error", message=message), RunStatus.FAILED
             envelopes = self._emit(terminal)
             # Shielded: a client that goes away while the end is being stored does not interrupt it.
-            for envelope in await asyncio.shield(self._end(status, terminal, envelopes)):
+            for envelope in await to_the_end(self._end(status, terminal, envelopes)):
                 yield envelope
         except (GeneratorExit, asyncio.CancelledError):
             # The client went away (visible locally): the run stops and keeps what it had.
             if not self._ended:
                 terminal = RunCancel(reason=DISCONNECTED)
-                await asyncio.shield(self._end(RunStatus.CANCELLED, terminal, self._emit(terminal)))
+                await to_the_end(self._end(RunStatus.CANCELLED, terminal, self._emit(terminal)))
             raise
         finally:
             await self.lease.stop()
