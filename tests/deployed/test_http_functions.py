@@ -234,3 +234,13 @@ def test_deleting_a_conversation_removes_its_spilled_snapshots(stack: DeployedSt
     assert gone["statusCode"] == 204, gone
     left = stack.account.client("s3").list_objects_v2(Bucket=bucket, Prefix=f"spill/CHAT/{cid}/").get("Contents", [])
     assert left == []
+
+
+def test_the_profile_time_zone_is_set_through_the_rest_api_and_validated(stack: DeployedStack) -> None:
+    chat, frank = stack.function("chat"), {"X-User-Id": "frank"}
+    changed = chat.invoke(rest_v1_event("PATCH", "/api/ap/profile", {"timezone": "Europe/Paris"}, frank))
+    assert changed["statusCode"] == 200, changed
+    profile = _json(chat.invoke(rest_v1_event("GET", "/api/ap/profile", None, frank)))
+    assert profile["timezone"] == "Europe/Paris"
+    refused = chat.invoke(rest_v1_event("PATCH", "/api/ap/profile", {"timezone": "Mars/Olympus"}, frank))
+    assert refused["statusCode"] == 400 and _json(refused)["error"]["code"] == "invalid_timezone"

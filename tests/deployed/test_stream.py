@@ -133,3 +133,38 @@ def test_iam_mode_serves_the_signed_caller_behind_the_web_adapter(stack: Deploye
     events = list(response.sse_events())
     assert response.status == 200, events
     assert events[-1]["type"] == "run.complete"
+
+
+def _data_lines(response: Any) -> list[str]:
+    return [line[6:] for line in response.iter_lines() if line.startswith("data: ")]
+
+
+def test_the_vercel_ui_message_stream_streams_parts_then_done(stack: DeployedStack) -> None:
+    stack.llm.enqueue(StubScript.text("One ", "two."))
+    message = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Count"}]}
+    body = {"id": "deployed-ui-chat", "messages": [message], "trigger": "submit-message"}
+    response = stack.function("stream").invoke_streaming(http_v2_event("POST", "/api/ui-stream", body, DAVE))
+    assert response.status == 200 and response.headers["x-vercel-ai-ui-message-stream"] == "v1"
+    data = _data_lines(response)
+    assert data[-1] == "[DONE]", data
+    parts = [json.loads(d) for d in data[:-1]]
+    assert parts[0]["type"] == "start" and parts[-1]["type"] == "finish", parts
+    assert "".join(p["delta"] for p in parts if p["type"] == "text-delta") == "One two."
+
+
+def test_ag_ui_streams_a_run_from_started_to_finished(stack: DeployedStack) -> None:
+    stack.llm.enqueue(StubScript.text("One ", "two."))
+    body = {
+        "threadId": "deployed-thread",
+        "runId": "r1",
+        "state": {},
+        "messages": [{"id": "u1", "role": "user", "content": "Count"}],
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+    }
+    response = stack.function("stream").invoke_streaming(http_v2_event("POST", "/api/ag-ui", body, DAVE))
+    assert response.status == 200 and response.headers["content-type"].startswith("text/event-stream")
+    events = [json.loads(d) for d in _data_lines(response)]
+    assert events[0]["type"] == "RUN_STARTED" and events[-1]["type"] == "RUN_FINISHED", events
+    assert "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT") == "One two."
