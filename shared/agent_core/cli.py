@@ -199,8 +199,8 @@ def _check_jobs_args(args: argparse.Namespace, zone: str, fail: Callable[[str], 
 
 
 async def _jobs(args: argparse.Namespace) -> dict[str, Any]:
+    from agent_core import lambda_entry as entry
     from agent_core.context import build_context
-    from agent_core.jobs import entry
     from agent_core.runtime.agents import AgentDefinitionError
 
     settings = get_settings()

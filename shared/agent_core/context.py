@@ -6,12 +6,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from agent_core.config import Settings
+from agent_core.container import RunDeps
 from agent_core.domain.jobs import ResponseJob, WorkQueue
 from agent_core.jobs.handlers import JobHandlers
 from agent_core.jobs.inprocess import InProcessWorkQueue, JobJournal
 from agent_core.llm.base import LlmClient
 from agent_core.runtime.agents import catalog
-from agent_core.runtime.deps import RunDeps
 from agent_core.store.aws_client import boto_client
 from agent_core.store.base import Store
 from agent_core.store.blob import BlobStore

@@ -17,11 +17,11 @@ from typing import Any
 import httpx
 import pytest
 
+from agent_core import lambda_entry as entry
 from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.domain.jobs import SessionSummaryJob, dump_job
-from agent_core.jobs import entry
 from agent_core.jobs.daily import CATCH_UP_HOURS
 from agent_core.jobs.handlers import JobHandlers
 from agent_core.jobs.scheduled import run_daily_summary

@@ -16,18 +16,19 @@ import boto3
 import httpx
 import pytest
 
+from agent_core import lambda_entry as entry
 from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.config import get_settings
+from agent_core.container import RunDeps
 from agent_core.context import AppContext, build_context
 from agent_core.domain.jobs import CompactJob, DailySummaryJob, Job, dump_job
 from agent_core.domain.models import Chat, Message, Role
-from agent_core.jobs import entry, scheduled, sqs
+from agent_core.jobs import scheduled, sqs
 from agent_core.jobs.handlers import JobHandlers
 from agent_core.jobs.scheduled import JobReport
 from agent_core.jobs.sqs import EnqueueError, SqsWorkQueue
 from agent_core.jobs.worker import process_batch
-from agent_core.runtime.deps import RunDeps
 from agent_core.store.embedded import ensure_resources
 from agent_core.store.memory import MemoryTable
 from tests.support.fixtures import make_settings

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, date, datetime, timedelta
 
+from agent_core.container import RunDeps
 from agent_core.domain.ids import now_ms
 from agent_core.domain.jobs import DailySummaryJob, Job
 from agent_core.domain.models import Chat, DailySummary, Kind, Message, Role, SessionSummary
@@ -12,7 +13,6 @@ from agent_core.jobs.report import JobReport
 from agent_core.memory.calendar import close_bucket, day_bounds, id_ceiling, id_floor, to_ms, zone
 from agent_core.memory.summarize import summarise, transcript
 from agent_core.observability import logger
-from agent_core.runtime.deps import RunDeps
 from agent_core.store.schema import SHARDS
 
 ACTIVE_WINDOW_MS = 10 * 60_000

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from agent_core.container import RunDeps
 from agent_core.domain.jobs import CompactJob, DailySummaryJob, Job, ProfileJob, ResponseJob, SessionSummaryJob
 from agent_core.memory.compaction import CompactionPolicy, compact
 from agent_core.observability import logger
-from agent_core.runtime.deps import RunDeps
 
 
 class JobHandlers:
@@ -24,7 +24,7 @@ class JobHandlers:
             logger.info("compaction", extra={"chatId": job.chat_id, "changed": changed})
             return bool(changed)
         if isinstance(job, SessionSummaryJob):
-            from agent_core.jobs.sessions import summarize_session
+            from agent_core.jobs.session_summaries import summarize_session
 
             return await summarize_session(deps, job)
         if isinstance(job, ProfileJob):

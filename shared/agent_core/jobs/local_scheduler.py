@@ -8,9 +8,9 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
+from agent_core.container import RunDeps
 from agent_core.jobs.report import JobReport
 from agent_core.observability import logger
-from agent_core.runtime.deps import RunDeps
 
 Pass = Callable[[RunDeps, datetime], Awaitable[JobReport]]
 

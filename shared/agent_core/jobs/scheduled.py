@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from agent_core.container import RunDeps
 from agent_core.jobs.job_run import job_run
 from agent_core.jobs.report import JobReport
-from agent_core.runtime.deps import RunDeps
 
 __all__ = ["JobReport", "run_daily_summary", "run_idle_sessions"]
 
@@ -16,7 +16,7 @@ async def run_idle_sessions(deps: RunDeps, now: datetime, user_id: str | None = 
 
     `user_id` limits the pass to that user's chats (the dev route acts only on its caller's data).
     """
-    from agent_core.jobs.sessions import close_idle_sessions
+    from agent_core.jobs.session_summaries import close_idle_sessions
 
     with job_run("idle_sessions") as report:
         return await close_idle_sessions(deps, now, report, user_id)

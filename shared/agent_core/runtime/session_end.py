@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from agent_core.container import RunDeps
 from agent_core.domain.jobs import SessionSummaryJob
 from agent_core.domain.models import Chat
-from agent_core.runtime.deps import RunDeps
 
 
 async def end_session(deps: RunDeps, chat: Chat, at_ms: int) -> SessionSummaryJob | None:

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from agent_core.container import RunDeps
 from agent_core.domain.events import Event, RequestQuery, RunCancel, RunError
 from agent_core.domain.ids import new_chat_id, new_run_id, now_ms, sortable_id
 from agent_core.domain.jobs import CompactJob
@@ -27,7 +28,6 @@ from agent_core.memory.profile import profile_block
 from agent_core.memory.sessions import plan_session
 from agent_core.observability import logger
 from agent_core.runtime.agents import AgentDefinition
-from agent_core.runtime.deps import RunDeps
 from agent_core.runtime.envelope import Envelope
 from agent_core.store.base import DuplicateRequest, RecentMessages, SessionChanged
 from agent_core.store.retry import RetryPolicy, retrying

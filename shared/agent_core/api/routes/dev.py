@@ -11,11 +11,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 
+from agent_core import lambda_entry as entry
 from agent_core.api.deps import app_context, current_user, request_now
 from agent_core.api.openapi import error_responses
 from agent_core.context import AppContext
 from agent_core.errors import NotFound
-from agent_core.jobs import entry
 
 router = APIRouter(prefix="/api/dev", tags=["dev"], responses=error_responses(401, 404))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from agent_core.container import RunDeps
 from agent_core.domain.ids import now_ms as wall_ms
 from agent_core.domain.jobs import Job, ProfileJob, SessionSummaryJob
 from agent_core.domain.models import Chat, Kind, SessionSummary
@@ -12,7 +13,6 @@ from agent_core.memory.calendar import id_ceiling, id_floor, local_date, to_ms, 
 from agent_core.memory.sessions import too_little
 from agent_core.memory.summarize import summarise
 from agent_core.observability import logger
-from agent_core.runtime.deps import RunDeps
 from agent_core.store.schema import SHARDS
 
 
