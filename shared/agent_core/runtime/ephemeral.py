@@ -30,7 +30,7 @@ def ephemeral_deps(deps: RunDeps, agent: AgentDefinition | None = None) -> RunDe
     return dataclasses.replace(
         deps,
         store=TableStore(MemoryTable()),
-        queue=DiscardQueue(),
+        work_queue=DiscardQueue(),
         blobs=MemoryBlobStore(),
         agents=agents,
     )
