@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import asyncio
 from typing import get_args
 
@@ -16,8 +17,21 @@ from agent_core.jobs.worker import process_batch
 from agent_core.store.memory import MemoryTable
 from tests.support.fixtures import make_settings
 from tests.support.lambda_events import sqs_record
+from tests.unit.test_import_graph import MODULES, _targets, _tree
 
 QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:agent-core-work"
+
+
+def test_jobs_import_neither_the_composition_root_nor_what_enters_the_app() -> None:
+    """`jobs/` holds queues and job bodies: the context, the Lambda glue, the CLI and the routes import it, never
+    the reverse (function-level imports included)."""
+    above = {"agent_core.context", "agent_core.lambda_entry", "agent_core.cli"}
+    found = []
+    for module in (m for m in MODULES if m.startswith("agent_core.jobs.")):
+        for node in ast.walk(_tree(module)):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                found += [(module, t) for t in _targets(node) if t in above or t.startswith("agent_core.api")]
+    assert found == []
 
 
 def test_every_job_type_has_a_handler_in_the_apps_map() -> None:
