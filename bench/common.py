@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_core.config import Settings
+from agent_core.container import RunDeps
 from agent_core.domain.models import Usage
 from agent_core.llm.base import LlmDelta, LlmRequest
 from agent_core.llm.tokens import estimate_messages
 from agent_core.observability import logger, metrics
-from agent_core.runtime.deps import RunDeps
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
 

@@ -62,13 +62,13 @@ async def _count(ctx: AppContext, llm: FakeLlm, log: DdbCallLog, turns: int) -> 
         if done % TURNS_PER_CHAT == 0:
             start, calls_before = len(log.calls), len(llm.calls)
             chat_id = await open_chat(ctx.deps, user)
-            await ctx.queue.join()
+            await ctx.background.join()
             opening[_split(log, start, llm, calls_before)] += 1
             await run_blocking(ctx.deps, TurnRequest(user_id=user, message=USER_MESSAGE, chat_id=chat_id))
             after_turn()
         start, calls_before = len(log.calls), len(llm.calls)
         await run_blocking(ctx.deps, TurnRequest(user_id=user, message=USER_MESSAGE, chat_id=chat_id))
-        await ctx.queue.join()
+        await ctx.background.join()
         after_turn()
         plain[_split(log, start, llm, calls_before)] += 1
     if llm.summarize_calls():

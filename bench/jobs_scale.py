@@ -17,7 +17,7 @@ from agent_core.context import build_context
 from agent_core.domain.ids import sortable_id
 from agent_core.domain.jobs import SessionSummaryJob, dump_job
 from agent_core.domain.models import Chat, Message, Role, Usage
-from agent_core.jobs.daily import enqueue_closed_days
+from agent_core.jobs.daily import run_daily_summary
 from agent_core.jobs.sqs import SqsWorkQueue
 from agent_core.jobs.worker import process_batch
 from agent_core.llm.base import LlmDelta, LlmRequest
@@ -93,10 +93,10 @@ async def _enqueue(users: int, real_sqs: bool) -> dict[str, Any]:
     url = sqs.create_queue(QueueName=f"bench-{users}")["QueueUrl"] if real_sqs else "counting"
     _seed_marks(boto3.client("dynamodb", region_name=REGION), settings.table_name, users)
     context = build_context(settings, table=table, audit=lambda _: None)
-    context.deps.queue = SqsWorkQueue(url, lambda: sqs)
+    context.deps.work_queue = SqsWorkQueue(url, lambda: sqs)
     tracemalloc.start()
     started = time.perf_counter()
-    report = await enqueue_closed_days(context.deps, NOW)
+    report = await run_daily_summary(context.deps, NOW)
     elapsed = time.perf_counter() - started
     in_dynamodb = _union_seconds([(c.started, c.ended) for c in log.calls if c.started >= started])
     _, peak = tracemalloc.get_traced_memory()
@@ -120,9 +120,6 @@ async def _worker(jobs: int) -> dict[str, Any]:
     # iterates a dict another thread's write is changing), and the figure is about the worker, not moto.
     settings = make_settings()
     context = build_context(settings, table=MemoryTable(), llm=StubModel(), audit=lambda _: None)
-    from agent_core.jobs.handlers import JobHandlers
-
-    handler = JobHandlers(context.deps).handle
     records = []
     at = int(datetime(2026, 1, 7, 2, tzinfo=UTC).timestamp() * 1000)
     for n in range(jobs):
@@ -145,10 +142,10 @@ async def _worker(jobs: int) -> dict[str, Any]:
         records.append({"messageId": f"m{n}", "body": dump_job(job)})
     started = time.perf_counter()
     for start in range(0, jobs, 10):  # SQS batches of 10, as the event source mapping delivers them
-        result = await process_batch({"Records": records[start : start + 10]}, handler)
+        result = await process_batch({"Records": records[start : start + 10]}, context.jobs)
         assert result == {"batchItemFailures": []}, result
     elapsed = time.perf_counter() - started
-    await context.queue.join()  # the profile jobs each summary queued (in-process here)
+    await context.background.join()  # the profile jobs each summary queued (in-process here)
     return {"jobs": jobs, "seconds": round(elapsed, 2), "jobs_per_s": round(jobs / elapsed, 1)}
 
 

@@ -3,7 +3,7 @@
 The history is built through the real pipeline, no shortcuts: one chat, turn after turn through
 `run_blocking` on the in-memory table, compaction at its defaults (AGENT_MEMORY_WINDOW=20,
 AGENT_MEMORY_COMPACT_AFTER=40), and the in-process queue's compaction jobs awaited after each turn
-(`ctx.queue.join()`). The FakeLlm answers chat requests with a ~45-token answer and summarisation
+(`ctx.background.join()`). The FakeLlm answers chat requests with a ~45-token answer and summarisation
 requests with a fixed ~90-token summary, and estimates every request's prompt with
 `agent_core.llm.tokens.estimate_messages(request.messages)` (the tool schemas sent with chat requests
 are not in that estimate; their size is constant and reported apart).
@@ -54,14 +54,14 @@ async def _grow(upto: int) -> tuple[list[TurnPrompt], list[int], int]:
             chat_id = await open_chat(ctx.deps, user)
         else:
             await run_blocking(ctx.deps, TurnRequest(user_id=user, message=USER_MESSAGE, chat_id=chat_id))
-        await ctx.queue.join()
+        await ctx.background.join()
         after_turn()
         chat = next(c for c in llm.calls[calls_before:] if c.purpose == "chat")
         assert chat.tokens is not None
         prompts.append(TurnPrompt(history, chat.tokens, chat.messages))
         history += 2  # the user message and the answer
-    if ctx.queue.failed:
-        raise RuntimeError(f"{ctx.queue.failed} compaction jobs failed")
+    if ctx.background.failed:
+        raise RuntimeError(f"{ctx.background.failed} compaction jobs failed")
     summaries = [c.tokens or 0 for c in llm.summarize_calls()]
     return prompts, summaries, tools_tokens[0]
 

@@ -73,7 +73,7 @@ async def _measure(table_for_chat: Callable[[int], Table], log: DdbCallLog, turn
         if done >= warmup:
             ddb_ms = sum((c.ms for c in log.since(ddb_before) if c.started < first_llm), 0.0)
             samples.append(Sample((first_llm - started) * 1000, ddb_ms))
-    await ctx.queue.join()
+    await ctx.background.join()
     if llm.summarize_calls():
         raise RuntimeError("compaction ran during the latency benchmark")
     return samples

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_core.jobs import entry
+from agent_core import lambda_entry
 from agent_core.observability import logger, metrics, tracer
 
 
@@ -12,4 +12,4 @@ from agent_core.observability import logger, metrics, tracer
 @metrics.log_metrics
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return entry.handle_schedule("daily_summary", event)
+    return lambda_entry.handle_schedule("daily_summary", event)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_core.jobs import entry
+from agent_core import lambda_entry
 from agent_core.observability import logger, metrics, tracer
 from agent_core.warmup import load_llm_function_dependencies
 
@@ -15,4 +15,4 @@ load_llm_function_dependencies()
 @metrics.log_metrics
 @tracer.capture_lambda_handler(capture_response=False)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return entry.handle_sqs(event)
+    return lambda_entry.handle_sqs(event)

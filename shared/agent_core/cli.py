@@ -12,12 +12,19 @@ import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 from zoneinfo import ZoneInfo
 
 from agent_core.config import Settings, get_settings, local_server_settings
+
+if TYPE_CHECKING:  # the CLI imports the app only for the commands that run it (`chat` is a client)
+    from agent_core.context import AppContext
+    from agent_core.jobs.handlers import ScheduledJob
+
+ContextBuilder = Callable[[Settings], "AppContext"]
 
 
 def _identity(settings: Settings) -> str:
@@ -87,8 +94,8 @@ def serve(host: str, port: int) -> None:
         from agent_core.jobs.local_scheduler import local_schedules
 
         # Jobs queued before the last stop (kept in the embedded database) run now.
-        await context.queue.resume()
-        async with local_schedules(context.deps):
+        await context.background.resume()
+        async with local_schedules(context.deps, context.schedules):
             yield
 
     app.router.lifespan_context = lifespan
@@ -198,32 +205,50 @@ def _check_jobs_args(args: argparse.Namespace, zone: str, fail: Callable[[str], 
             fail(f"backfill: --since {args.since} is after --until {args.until}")
 
 
-async def _jobs(args: argparse.Namespace) -> dict[str, Any]:
+Progress = Callable[[int, int, str], None]  # (done, total, label)
+
+
+async def enqueue_daily_summaries(
+    ctx: AppContext, user_id: str, dates: list[date], now: datetime | None = None, progress: Progress | None = None
+) -> int:
+    """Enqueue one DailySummaryJob per date for `user_id`, one at a time, waiting for each; returns the count."""
+    from agent_core.domain.jobs import DailySummaryJob
+    from agent_core.memory.calendar import to_ms
+
+    now_ms = to_ms(now) if now is not None else None
+    for done, day in enumerate(dates, start=1):
+        await ctx.deps.work_queue.enqueue(DailySummaryJob(user_id=user_id, date=day.isoformat(), now_ms=now_ms))
+        await ctx.background.join()
+        if progress is not None:
+            progress(done, len(dates), day.isoformat())
+    return len(dates)
+
+
+async def _jobs(args: argparse.Namespace, build: ContextBuilder | None) -> dict[str, Any]:
     from agent_core.context import build_context
-    from agent_core.jobs import entry
     from agent_core.runtime.agents import AgentDefinitionError
 
     settings = get_settings()
     try:
-        ctx = build_context(settings)
+        ctx = (build or build_context)(settings)
     except AgentDefinitionError as error:
         raise SystemExit(f"agent-core: invalid agent definition: {error}") from error
     line: dict[str, Any]
     if args.job == "backfill":
         dates = _dates(args.since, args.until)
-        count = await entry.enqueue_daily_summaries(ctx, args.user, dates, progress=ProgressBar(sys.stderr))
+        count = await enqueue_daily_summaries(ctx, args.user, dates, progress=ProgressBar(sys.stderr))
         line = {"job": "backfill", "user": args.user, "since": str(args.since), "until": str(args.until)}
         line["enqueued"] = count
     elif args.job == "daily-summary" and args.user:
-        count = await entry.enqueue_daily_summaries(ctx, args.user, [args.date], args.now)
+        count = await enqueue_daily_summaries(ctx, args.user, [args.date], args.now)
         line = {"job": "daily_summary", "user": args.user, "date": args.date.isoformat(), "enqueued": count}
     else:
-        name: entry.ScheduledJob = "idle_sessions" if args.job == "idle-sessions" else "daily_summary"
+        name: ScheduledJob = "idle_sessions" if args.job == "idle-sessions" else "daily_summary"
         day = getattr(args, "date", None)
         now = _end_of_day(day, settings.default_timezone) if day else (args.now or datetime.now(UTC))
-        report = await entry.run_scheduled(ctx, name, now)
-        line = {"job": name, "now": now.isoformat(), "report": entry.report_dict(report)}
-    line["completed"], line["failed"] = ctx.queue.completed, ctx.queue.failed
+        report = await ctx.run_scheduled(name, now)
+        line = {"job": name, "now": now.isoformat(), "report": asdict(report)}
+    line["completed"], line["failed"] = ctx.background.completed, ctx.background.failed
     return line
 
 
@@ -267,19 +292,23 @@ def _process_local_storage_problem(settings: Settings) -> str | None:
     )
 
 
-def run_jobs_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def run_jobs_command(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, build: ContextBuilder | None = None
+) -> int:
     _check_jobs_args(args, get_settings().default_timezone, parser.error)
     problem = _process_local_storage_problem(get_settings())
     if problem is not None:
         print(problem, file=sys.stderr, flush=True)
         return 2
     with _logs_to_stderr(quiet=args.job == "backfill"):
-        line = asyncio.run(_jobs(args))
+        line = asyncio.run(_jobs(args, build))
     print(json.dumps(line, separators=(", ", ": ")), flush=True)
     return 1 if line["failed"] else 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, build: ContextBuilder | None = None) -> int:
+    """The command line; `build` makes the `jobs` commands' context from Settings (default: `build_context`;
+    tests give their own job handlers or scheduled passes through it)."""
     parser = argparse.ArgumentParser(prog="agent-core", description="Serverless LLM agent backend, run locally.")
     commands = parser.add_subparsers(dest="command", required=True)
     serve_cmd = commands.add_parser("serve", help="start the local server with embedded storage")
@@ -300,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_chat(args.url, args.token, args.agent, args.chat, sys.stdout)
     elif args.command == "jobs":
-        return run_jobs_command(args, jobs_cmd)
+        return run_jobs_command(args, jobs_cmd, build)
     return 0
 
 

@@ -1,17 +1,28 @@
-"""The composition root: builds the store, LLM, tools, agents and queue from Settings, once."""
+"""The composition root: builds what the app is wired from (`container.RunDeps`: store, LLM, tools, agents, work
+queue) and the jobs it runs from Settings, once."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 
 from agent_core.config import Settings
+from agent_core.container import RunDeps
 from agent_core.domain.jobs import ResponseJob, WorkQueue
-from agent_core.jobs.handlers import JobHandlers
+from agent_core.jobs.handlers import (
+    JOB_HANDLERS,
+    SCHEDULED_PASSES,
+    Handler,
+    HandlerMap,
+    JobRunner,
+    ScheduledJob,
+    ScheduledPass,
+)
 from agent_core.jobs.inprocess import InProcessWorkQueue, JobJournal
+from agent_core.jobs.report import JobReport
 from agent_core.llm.base import LlmClient
 from agent_core.runtime.agents import catalog
-from agent_core.runtime.deps import RunDeps
 from agent_core.store.aws_client import boto_client
 from agent_core.store.base import Store
 from agent_core.store.blob import BlobStore
@@ -33,9 +44,24 @@ from agent_core.tools.service import AuditSink, ToolService
 class AppContext:
     settings: Settings
     deps: RunDeps
-    queue: InProcessWorkQueue
+    background: InProcessWorkQueue  # jobs as tasks of this process: `deps.work_queue` unless SQS takes them
+    jobs: JobRunner  # the one {job type: handler} map, bound to `deps`: run by `background` and the SQS worker
+    schedules: Mapping[ScheduledJob, ScheduledPass]
     table: Table
     blobs: BlobStore | None
+
+    async def before_response(self) -> None:
+        """Where a route's response is about to end: in Lambda, where nothing runs after a response, wait for the
+        background work the request started; elsewhere that work runs on by itself."""
+        if self.settings.in_lambda:
+            await self.background.join()
+
+    async def run_scheduled(self, name: ScheduledJob, now: datetime, user_id: str | None = None) -> JobReport:
+        """One scheduled pass at `now` (over `user_id`'s data only, if given), then the in-process work it
+        enqueued has finished (none when SQS takes it)."""
+        report = await self.schedules[name](self.deps, now, user_id)
+        await self.background.join()
+        return report
 
 
 def build_table(settings: Settings) -> Table:
@@ -100,10 +126,10 @@ def provider_llm(settings: Settings, provider: str) -> LlmClient:
     return OpenAiLlmClient(settings)
 
 
-def _response_jobs(deps: RunDeps, table: Table, blobs: BlobStore | None) -> Callable[[ResponseJob], Awaitable[None]]:
-    """The worker's handler for background /v1/responses runs."""
+def _background_responses(table: Table, blobs: BlobStore | None) -> Handler:
+    """The handler of background /v1/responses runs (imported on first use: functions that never run one skip it)."""
 
-    async def run(job: ResponseJob) -> None:
+    async def run(deps: RunDeps, job: ResponseJob) -> None:
         from agent_core.runtime.responses_exec import run_queued
         from agent_core.store.responses import ResponseStore
 
@@ -119,8 +145,10 @@ def build_context(
     llm: LlmClient | None = None,
     audit: AuditSink | None = None,
     blobs: BlobStore | None = None,
+    job_handlers: HandlerMap | None = None,
+    schedules: Mapping[ScheduledJob, ScheduledPass] | None = None,
 ) -> AppContext:
-    """Wire everything; tests pass their own table, LLM, audit sink or blob store."""
+    """Wire everything; tests pass their own table, LLM, audit sink, blob store, job handlers or scheduled passes."""
     journal: JobJournal | None = None
     if table is None and settings.effective_storage == "embedded":
         from agent_core.store.embedded import open_embedded
@@ -133,9 +161,10 @@ def build_context(
     store: Store = TableStore(table, blobs)
     registry = build_registry(settings)
     llm = llm if llm is not None else build_llm(settings, registry)
-    handlers: list[JobHandlers] = []
-    queue = InProcessWorkQueue(lambda job: handlers[0].handle(job), journal)
-    work_queue: WorkQueue = queue
+    if job_handlers is None:
+        job_handlers = {**JOB_HANDLERS, ResponseJob: _background_responses(table, blobs)}
+    background = InProcessWorkQueue(journal)
+    work_queue: WorkQueue = background
     if settings.in_lambda and settings.work_queue_url:
         from agent_core.jobs.sqs import SqsWorkQueue
 
@@ -147,10 +176,18 @@ def build_context(
         llm=llm,
         tools=ToolService(registry, settings, audit),
         agents=catalog(registry.names(), settings.definitions_dir),
-        queue=work_queue,
+        work_queue=work_queue,
         blobs=blobs,
         mcp=McpCatalog(settings, env=settings.environment()),
     )
-    handlers.append(JobHandlers(deps))
-    deps.response_jobs = _response_jobs(deps, table, blobs)
-    return AppContext(settings=settings, deps=deps, queue=queue, table=table, blobs=blobs)
+    jobs = JobRunner(job_handlers, deps)
+    background.serve(jobs)  # the SQS worker runs the same `jobs` (lambda_entry)
+    return AppContext(
+        settings=settings,
+        deps=deps,
+        background=background,
+        jobs=jobs,
+        schedules=SCHEDULED_PASSES if schedules is None else schedules,
+        table=table,
+        blobs=blobs,
+    )

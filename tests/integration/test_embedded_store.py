@@ -113,7 +113,8 @@ async def test_a_job_interrupted_by_a_stop_runs_at_the_next_start(tmp_path: Path
         started.set()
         await asyncio.Event().wait()
 
-    queue = InProcessWorkQueue(never_finishes, SqliteJobJournal(db))
+    queue = InProcessWorkQueue(SqliteJobJournal(db))
+    queue.serve(never_finishes)
     await queue.enqueue(CompactJob(chat_id="c_1", model="m"))
     await queue.enqueue(CompactJob(chat_id="c_2", model="m"), delay_s=3600)
     await started.wait()
@@ -138,7 +139,8 @@ async def test_a_job_interrupted_by_a_stop_runs_at_the_next_start(tmp_path: Path
     # Resume with the delayed job due now (its due time is part of the record, moved here, not waited for).
     with db.write() as connection:
         connection.execute("UPDATE jobs SET due_at = 0")
-    queue = InProcessWorkQueue(handler, journal)
+    queue = InProcessWorkQueue(journal)
+    queue.serve(handler)
     assert await queue.resume() == 2
     await queue.join()
     assert sorted(ran) == ["c_1", "c_2"] and (queue.completed, queue.failed) == (1, 1)
@@ -325,7 +327,7 @@ def test_embedded_settings_wire_the_sqlite_table_files_and_journal_on_one_databa
     try:
         assert isinstance(first.table, SqliteTable) and isinstance(first.blobs, FileBlobStore)
         assert first.table is second.table  # one database (one writer lock) per directory and process
-        assert first.queue._journal is not None
+        assert first.background._journal is not None
         assert (tmp_path / "data" / "agent-core.sqlite3").is_file() and (tmp_path / "data" / "files").is_dir()
     finally:
         close_embedded(settings)

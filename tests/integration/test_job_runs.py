@@ -12,19 +12,17 @@ import json
 import logging
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
 
+from agent_core import lambda_entry as entry
 from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
-from agent_core.domain.jobs import SessionSummaryJob, dump_job
-from agent_core.jobs import entry
-from agent_core.jobs.daily import CATCH_UP_HOURS
-from agent_core.jobs.handlers import JobHandlers
-from agent_core.jobs.scheduled import run_daily_summary
+from agent_core.domain.jobs import Job, SessionSummaryJob, WorkQueue, dump_job
+from agent_core.jobs.daily import CATCH_UP_HOURS, run_daily_summary
 from agent_core.jobs.sqs import SqsWorkQueue
 from agent_core.jobs.worker import process_batch
 from agent_core.llm.base import LlmDelta, LlmRequest
@@ -92,7 +90,7 @@ def test_idle_pass_with_sqs_failing_loses_nothing_and_the_id_flows_into_the_work
     from functions.worker.handler import handler as worker
 
     ctx = entry.lambda_context()
-    queue = ctx.deps.queue
+    queue = ctx.deps.work_queue
     assert isinstance(queue, SqsWorkQueue)  # as context.py wires it in Lambda with a queue URL
     chat_id = entry.run(_open_session(ctx))
     later = {"scheduledTime": (datetime.now(UTC) + timedelta(hours=1)).isoformat()}
@@ -153,6 +151,27 @@ def test_idle_pass_with_sqs_failing_loses_nothing_and_the_id_flows_into_the_work
     assert caused and all(line["jobRunId"] == run_id for line in caused)
 
 
+class FailsOnce:
+    """The app's work queue, except that the first call of `method` fails as if the queue were unavailable."""
+
+    def __init__(self, queue: WorkQueue, method: Literal["enqueue", "enqueue_many"]) -> None:
+        self.queue, self.method, self.calls = queue, method, 0
+
+    def _call(self, method: str) -> None:
+        if method == self.method:
+            self.calls += 1
+            if self.calls == 1:
+                raise RuntimeError("queue unavailable")
+
+    async def enqueue(self, job: Job, delay_s: int = 0) -> None:
+        self._call("enqueue")
+        await self.queue.enqueue(job, delay_s)
+
+    async def enqueue_many(self, jobs: list[Job]) -> None:
+        self._call("enqueue_many")
+        await self.queue.enqueue_many(jobs)
+
+
 class FlakySummaries(ScriptedLlm):
     """Summarisation plays `outcomes` in order (an exception, an empty answer, or the summary text)."""
 
@@ -190,15 +209,14 @@ async def test_a_session_summary_that_fails_is_retried_by_redelivery(failure: Ex
     )
     await ctx.deps.store.close_session(chat_id, chat.session_id)
     event = {"Records": [_sqs_record(dump_job(job), "m-1")]}
-    handle = JobHandlers(ctx.deps).handle
     # When the worker runs it: the record is reported failed and nothing is written
-    assert await process_batch(event, handle) == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
+    assert await process_batch(event, ctx.jobs) == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
     assert await ctx.deps.store.list_sessions(chat_id) == []
     # Then SQS redelivers it and the summary is written
-    assert await process_batch(event, handle) == {"batchItemFailures": []}
+    assert await process_batch(event, ctx.jobs) == {"batchItemFailures": []}
     (session,) = await ctx.deps.store.list_sessions(chat_id)
     assert session.summary == "A trip to Kyoto." and session.key_topics == ["Kyoto"]
-    await ctx.queue.join()
+    await ctx.background.join()
 
 
 async def test_the_daily_pass_catches_up_days_whose_summary_never_came() -> None:
@@ -210,21 +228,12 @@ async def test_the_daily_pass_catches_up_days_whose_summary_never_came() -> None
     _, close_ms = day_bounds(today, tz)
     closed_at = datetime.fromtimestamp(close_ms / 1000, UTC)
     late = closed_at + timedelta(hours=5, minutes=30)
-    handled: list[Any] = []
-    real = ctx.deps.queue.enqueue_many
-
-    async def failing_then_real(jobs: list[Any]) -> None:
-        handled.append(jobs)
-        if len(handled) == 1:
-            raise RuntimeError("queue unavailable")
-        await real(jobs)
-
-    ctx.deps.queue.enqueue_many = failing_then_real  # type: ignore[method-assign]
+    ctx.deps.work_queue = FailsOnce(ctx.deps.work_queue, "enqueue_many")
     # When a pass runs hours later and cannot enqueue, then the next one runs
     first = await run_daily_summary(ctx.deps, late)
     assert first.failed == 1 and first.enqueued == 0 and first.details["caught_up"] == 1
     second = await run_daily_summary(ctx.deps, late + timedelta(hours=1))
-    await ctx.queue.join()
+    await ctx.background.join()
     # Then the second catches the day up and it is summarised
     assert second.enqueued == 1 and second.failed == 0
     days = await ctx.deps.store.daily_range(USER, today.isoformat(), today.isoformat())
@@ -239,16 +248,7 @@ async def test_the_daily_pass_catches_up_days_whose_summary_never_came() -> None
 async def test_ending_a_session_with_the_queue_failing_keeps_it_open_for_the_retry() -> None:
     ctx = build_context(make_settings(), table=MemoryTable(), llm=FlakySummaries(), audit=lambda _: None)
     chat_id = await _open_session(ctx)
-    real = ctx.deps.queue.enqueue
-    calls: list[Any] = []
-
-    async def failing_once(job: Any, delay_s: int = 0) -> None:
-        calls.append(job)
-        if len(calls) == 1:
-            raise RuntimeError("queue unavailable")
-        await real(job, delay_s)
-
-    ctx.deps.queue.enqueue = failing_once  # type: ignore[method-assign]
+    ctx.deps.work_queue = FailsOnce(ctx.deps.work_queue, "enqueue")
     app = build_app(*routes.local, context=ctx)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://t", headers={"X-User-Id": USER}) as client:
@@ -260,6 +260,6 @@ async def test_ending_a_session_with_the_queue_failing_keeps_it_open_for_the_ret
         # Then the retry ends it and the summary is written
         ended = (await client.post(f"/api/ap/chat/{chat_id}/end")).json()
         assert ended["ended"] is True and ended["sessionId"] == chat.session_id
-    await ctx.queue.join()
+    await ctx.background.join()
     (session,) = await ctx.deps.store.list_sessions(chat_id)
     assert session.summary == "A trip to Kyoto."

@@ -16,18 +16,18 @@ import boto3
 import httpx
 import pytest
 
+from agent_core import lambda_entry as entry
 from agent_core.api import routes
 from agent_core.api.app import build_app
-from agent_core.config import get_settings
+from agent_core.config import Settings, get_settings
+from agent_core.container import RunDeps
 from agent_core.context import AppContext, build_context
 from agent_core.domain.jobs import CompactJob, DailySummaryJob, Job, dump_job
 from agent_core.domain.models import Chat, Message, Role
-from agent_core.jobs import entry, scheduled, sqs
-from agent_core.jobs.handlers import JobHandlers
-from agent_core.jobs.scheduled import JobReport
+from agent_core.jobs.handlers import JOB_HANDLERS, HandlerMap, ScheduledJob, ScheduledPass
+from agent_core.jobs.report import JobReport
 from agent_core.jobs.sqs import EnqueueError, SqsWorkQueue
 from agent_core.jobs.worker import process_batch
-from agent_core.runtime.deps import RunDeps
 from agent_core.store.embedded import ensure_resources
 from agent_core.store.memory import MemoryTable
 from tests.support.fixtures import make_settings
@@ -127,12 +127,11 @@ class FlakyBatchClient:
         return {"Successful": [{"Id": i} for i in ids if i not in {f["Id"] for f in failed}], "Failed": failed}
 
 
-async def test_enqueue_many_retries_only_failed_entries_then_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sqs, "RETRY_BASE_S", 0.0)
+async def test_enqueue_many_retries_only_failed_entries_then_raises() -> None:
     client = FlakyBatchClient()
     jobs: list[Job] = [_compact("c_a"), _compact("c_b"), DailySummaryJob(user_id="u1", date="2026-01-08")]
     with pytest.raises(EnqueueError) as raised:
-        await SqsWorkQueue("https://sqs.example/q", lambda: client).enqueue_many(jobs)
+        await SqsWorkQueue("https://sqs.example/q", lambda: client, retry_base_s=0.0).enqueue_many(jobs)
     assert client.attempts == [["0", "1", "2"], ["1"]]  # the server-side failure retried alone, once
     assert raised.value.failures == [("daily_summary", "InvalidParameterValue")]
 
@@ -225,12 +224,12 @@ def lambda_env(queue_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None
     }.items():
         monkeypatch.setenv(name, value)
     get_settings.cache_clear()
-    entry.reset()
+    entry.use(None)
     ensure_resources(
         get_settings(), boto3.client("dynamodb", region_name=REGION), boto3.client("s3", region_name=REGION)
     )
     yield
-    entry.reset()
+    entry.use(None)
     get_settings.cache_clear()
 
 
@@ -268,30 +267,43 @@ def test_worker_handler_compacts_a_chat_from_a_real_sqs_batch(lambda_env: None, 
     assert entry.run(ctx.deps.store.get_summary("c_short_missing")) is None
 
 
-@pytest.fixture
-def recorded_now(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, datetime, RunDeps]]:
-    """Replace the scheduled passes (their internals are elsewhere) with fakes that record their `now`."""
-    calls: list[tuple[str, datetime, RunDeps]] = []
-    users: list[str | None] = []  # the user a pass was limited to (the dev routes), else None
+class RecordedPasses(list[tuple[str, datetime, RunDeps]]):
+    """Scheduled passes standing in for the real ones (their internals are elsewhere): each records its name,
+    `now` and deps, and enqueues one job. `schedules` is the map a context is built with."""
 
-    def fake(name: str) -> Any:
+    def __init__(self) -> None:
+        super().__init__()
+        self.users: list[str | None] = []  # the user a pass was limited to (the dev routes), else None
+        names: list[ScheduledJob] = ["idle_sessions", "daily_summary"]
+        self.schedules: dict[ScheduledJob, ScheduledPass] = {name: self._fake(name) for name in names}
+
+    def _fake(self, name: str) -> ScheduledPass:
         async def run(deps: RunDeps, now: datetime, user_id: str | None = None) -> JobReport:
-            calls.append((name, now, deps))
-            users.append(user_id)
-            await deps.queue.enqueue(_compact(f"c_{name}"))
+            self.append((name, now, deps))
+            self.users.append(user_id)
+            await deps.work_queue.enqueue(_compact(f"c_{name}"))
             return JobReport(scanned=3, enqueued=1, skipped=2, details={"closed": 1})
 
         return run
 
-    monkeypatch.setattr(scheduled, "run_idle_sessions", fake("idle_sessions"))
-    monkeypatch.setattr(scheduled, "run_daily_summary", fake("daily_summary"))
-    return calls
+
+@pytest.fixture
+def recorded_now() -> RecordedPasses:
+    return RecordedPasses()
+
+
+def _lambda_context_with(recorded: RecordedPasses) -> AppContext:
+    """The Lambda process's context, as the environment wires it, with the recording passes."""
+    ctx = build_context(get_settings(), schedules=recorded.schedules)
+    entry.use(ctx)
+    return ctx
 
 
 @pytest.mark.parametrize("name", ["idle_sessions", "daily_summary"])
 def test_scheduled_handlers_use_the_schedulers_time_and_return_the_report(
-    lambda_env: None, queue_url: str, recorded_now: list[tuple[str, datetime, RunDeps]], name: str
+    lambda_env: None, queue_url: str, recorded_now: RecordedPasses, name: str
 ) -> None:
+    _lambda_context_with(recorded_now)
     module = __import__(f"functions.{name}.handler", fromlist=["handler"])
     context = FakeLambdaContext(function_name=f"agent-core-{name}")
     report = module.handler(SCHEDULER_INPUT, context)
@@ -307,7 +319,7 @@ def test_scheduled_handlers_use_the_schedulers_time_and_return_the_report(
     assert recorded_now[-1][:2] == (name, SCHEDULED_AT)
     assert recorded_now[-1][2] is entry.lambda_context().deps
     # In Lambda with a queue URL the enqueued work goes to SQS for the worker, not into this function
-    assert isinstance(entry.lambda_context().deps.queue, SqsWorkQueue)
+    assert isinstance(entry.lambda_context().deps.work_queue, SqsWorkQueue)
     assert [json.loads(m["Body"])["chat_id"] for m in _receive_all(queue_url)] == [f"c_{name}"]
     before = datetime.now(UTC)
     module.handler({}, context)  # no scheduledTime (a manual invoke): the current time
@@ -315,17 +327,17 @@ def test_scheduled_handlers_use_the_schedulers_time_and_return_the_report(
 
 
 def test_scheduled_work_goes_through_sqs_to_the_worker(
-    lambda_env: None, queue_url: str, recorded_now: list[tuple[str, datetime, RunDeps]]
+    lambda_env: None, queue_url: str, recorded_now: RecordedPasses
 ) -> None:
     from functions.daily_summary.handler import handler as daily_summary
     from functions.worker.handler import handler as worker
 
-    ctx = entry.lambda_context()
-    if not isinstance(ctx.deps.queue, SqsWorkQueue):  # as context.py wires it in Lambda with a queue URL
-        ctx.deps.queue = SqsWorkQueue(queue_url, lambda: boto3.client("sqs", region_name=REGION))
+    ctx = _lambda_context_with(recorded_now)
+    if not isinstance(ctx.deps.work_queue, SqsWorkQueue):  # as context.py wires it in Lambda with a queue URL
+        ctx.deps.work_queue = SqsWorkQueue(queue_url, lambda: boto3.client("sqs", region_name=REGION))
     entry.run(_seed_chat(ctx, "c_daily_summary", 7))
     daily_summary(SCHEDULER_INPUT, FakeLambdaContext(function_name="agent-core-daily_summary"))
-    assert ctx.queue.completed == 0  # nothing ran in the scheduled function itself
+    assert ctx.background.completed == 0  # nothing ran in the scheduled function itself
     messages = _receive_all(queue_url)
     assert [json.loads(m["Body"])["chat_id"] for m in messages] == ["c_daily_summary"]
     assert worker(_event_from(messages), FakeLambdaContext(function_name="agent-core-worker")) == {
@@ -337,17 +349,21 @@ def test_scheduled_work_goes_through_sqs_to_the_worker(
 # --- dev routes -----------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def handled(monkeypatch: pytest.MonkeyPatch) -> list[Job]:
-    """JobHandlers.handle replaced by a slow recorder (contexts built afterwards use it)."""
-    jobs: list[Job] = []
+class HandledJobs(list[Job]):
+    """A slow recorder standing in for every job's handler; `handlers` is the map a context is built with."""
 
-    async def handle(self: JobHandlers, job: Job) -> None:
+    def __init__(self) -> None:
+        super().__init__()
+        self.handlers: HandlerMap = dict.fromkeys(JOB_HANDLERS, self._record)
+
+    async def _record(self, deps: RunDeps, job: Job) -> None:
         await asyncio.sleep(0.05)
-        jobs.append(job)
+        self.append(job)
 
-    monkeypatch.setattr(JobHandlers, "handle", handle)
-    return jobs
+
+@pytest.fixture
+def handled() -> HandledJobs:
+    return HandledJobs()
 
 
 def _dev_client(ctx: AppContext) -> httpx.AsyncClient:
@@ -357,9 +373,10 @@ def _dev_client(ctx: AppContext) -> httpx.AsyncClient:
 
 @pytest.mark.parametrize(("path", "name"), [("idle-sessions", "idle_sessions"), ("daily-summary", "daily_summary")])
 async def test_dev_routes_run_the_job_at_x_agent_now_and_wait_for_its_work(
-    recorded_now: list[tuple[str, datetime, RunDeps]], handled: list[Job], path: str, name: str
+    recorded_now: RecordedPasses, handled: HandledJobs, path: str, name: str
 ) -> None:
-    ctx = build_context(make_settings(AGENT_STAGE="dev", AGENT_ALLOW_CLOCK_OVERRIDE="true"), table=MemoryTable())
+    settings = make_settings(AGENT_STAGE="dev", AGENT_ALLOW_CLOCK_OVERRIDE="true")
+    ctx = build_context(settings, table=MemoryTable(), job_handlers=handled.handlers, schedules=recorded_now.schedules)
     async with _dev_client(ctx) as client:
         answer = await client.post(f"/api/dev/jobs/{path}", headers={"X-Agent-Now": "2026-01-08T16:30:00+00:00"})
     assert answer.status_code == 200
@@ -381,9 +398,10 @@ async def test_dev_routes_run_the_job_at_x_agent_now_and_wait_for_its_work(
 
 
 async def test_dev_routes_answer_404_in_lambda_and_only_the_local_group_has_them(
-    recorded_now: list[tuple[str, datetime, RunDeps]],
+    recorded_now: RecordedPasses,
 ) -> None:
-    ctx = build_context(make_settings(AWS_LAMBDA_FUNCTION_NAME="agent-core-chat"), table=MemoryTable())
+    settings = make_settings(AWS_LAMBDA_FUNCTION_NAME="agent-core-chat")
+    ctx = build_context(settings, table=MemoryTable(), schedules=recorded_now.schedules)
     async with _dev_client(ctx) as client:
         answer = await client.post("/api/dev/jobs/idle-sessions")
     assert answer.status_code == 404 and answer.json()["error"]["code"] == "not_found"
@@ -444,18 +462,18 @@ def test_cli_jobs_idle_sessions_runs_the_real_pass_on_a_dynamodb_table(
     assert {"scanned", "enqueued", "skipped", "details"} <= report["report"].keys()
 
 
-def test_cli_jobs_waits_for_the_work_the_pass_enqueued(
-    cli_env: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_jobs_waits_for_the_work_the_pass_enqueued(cli_env: None, capsys: pytest.CaptureFixture[str]) -> None:
     """A pass that enqueues a CompactJob, which then really runs (offline model) against the table."""
     from agent_core.cli import main
 
-    async def fake(deps: RunDeps, now: datetime) -> JobReport:
-        await deps.queue.enqueue(CompactJob(chat_id="c_none", model="m"))
+    async def fake(deps: RunDeps, now: datetime, user_id: str | None = None) -> JobReport:
+        await deps.work_queue.enqueue(CompactJob(chat_id="c_none", model="m"))
         return JobReport(scanned=1, enqueued=1, details={"now": int(now.timestamp())})
 
-    monkeypatch.setattr(scheduled, "run_idle_sessions", fake)
-    assert main(["jobs", "idle-sessions", "--now", "2026-01-08T16:30:00Z"]) == 0
+    def build(settings: Settings) -> AppContext:
+        return build_context(settings, schedules={"idle_sessions": fake})
+
+    assert main(["jobs", "idle-sessions", "--now", "2026-01-08T16:30:00Z"], build=build) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 1
     assert json.loads(lines[0]) == {
@@ -503,11 +521,15 @@ def cli_env(aws_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_cli_backfill_enqueues_one_job_per_date_with_a_progress_bar(
-    cli_env: None, handled: list[Job], capsys: pytest.CaptureFixture[str]
+    cli_env: None, handled: HandledJobs, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from agent_core.cli import main
 
-    code = main(["jobs", "backfill", "--since", "2026-01-06", "--until", "2026-01-08", "--user", "u1"])
+    def build(settings: Settings) -> AppContext:
+        return build_context(settings, job_handlers=handled.handlers)
+
+    argv = ["jobs", "backfill", "--since", "2026-01-06", "--until", "2026-01-08", "--user", "u1"]
+    code = main(argv, build=build)
     assert code == 0
     assert handled == [DailySummaryJob(user_id="u1", date=f"2026-01-0{d}") for d in (6, 7, 8)]
     out, err = capsys.readouterr()
@@ -525,15 +547,19 @@ def test_cli_backfill_enqueues_one_job_per_date_with_a_progress_bar(
 
 def test_cli_daily_summary_for_a_date_and_user_or_at_the_end_of_a_date(
     cli_env: None,
-    handled: list[Job],
-    recorded_now: list[tuple[str, datetime, RunDeps]],
+    handled: HandledJobs,
+    recorded_now: RecordedPasses,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     from agent_core.cli import main
 
-    assert main(["jobs", "daily-summary", "--date", "2026-01-08", "--user", "u1", "--now", "2026-01-09T01:00:00Z"]) == 0
+    def build(settings: Settings) -> AppContext:
+        return build_context(settings, job_handlers=handled.handlers, schedules=recorded_now.schedules)
+
+    argv = ["jobs", "daily-summary", "--date", "2026-01-08", "--user", "u1", "--now", "2026-01-09T01:00:00Z"]
+    assert main(argv, build=build) == 0
     assert handled[0] == DailySummaryJob(user_id="u1", date="2026-01-08", now_ms=1767920400000)
-    assert main(["jobs", "daily-summary", "--date", "2026-01-08"]) == 0
+    assert main(["jobs", "daily-summary", "--date", "2026-01-08"], build=build) == 0
     # The end of 2026-01-08 in AGENT_DEFAULT_TIMEZONE (Asia/Shanghai, UTC+8) is 16:00 UTC; one hour later:
     assert recorded_now[-1][:2] == ("daily_summary", datetime(2026, 1, 8, 17, 0, tzinfo=UTC))
     reports = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

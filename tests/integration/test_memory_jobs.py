@@ -16,7 +16,8 @@ from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.domain.jobs import DailySummaryJob, Job
 from agent_core.domain.models import DailySummary, Kind
-from agent_core.jobs.scheduled import run_daily_summary, run_idle_sessions
+from agent_core.jobs.daily import run_daily_summary
+from agent_core.jobs.session_summaries import run_idle_sessions
 from agent_core.llm.base import LlmRequest
 from agent_core.store.memory import MemoryTable
 from agent_core.store.sqlite_db import SqliteDatabase
@@ -109,7 +110,7 @@ async def test_idle_job_closes_each_session_once_then_summary_and_profile() -> N
         # may enqueue it; the close is conditional (exactly one pass closes it) and the job idempotent.
         assert sorted(int(r.details.get("closed", 0)) for r in reports) == [0, 1]
         assert all(r.enqueued <= 1 for r in reports)
-        await context.queue.join()
+        await context.background.join()
     sessions = await context.deps.store.list_sessions(chat_id)
     assert len(sessions) == 1 and sessions[0].summary.startswith("The user planned a trip")
     assert sessions[0].key_topics == ["Kyoto", "April trip"] and sessions[0].local_date == "2026-01-07"
@@ -127,7 +128,7 @@ async def test_a_turn_after_the_idle_timeout_ends_the_stale_session_and_opens_a_
         await _say(client, chat_id, "and gardens in Kyoto too please", DAY1 + timedelta(minutes=1))
         first = await context.deps.store.get_chat(chat_id, "alice")
         await _say(client, chat_id, "a new topic: laptops", DAY1 + timedelta(hours=2))
-        await context.queue.join()
+        await context.background.join()
     second = await context.deps.store.get_chat(chat_id, "alice")
     assert first is not None and second is not None and first.session_id != second.session_id
     assert [s.session_id for s in await context.deps.store.list_sessions(chat_id)] == [first.session_id]
@@ -139,7 +140,7 @@ async def test_short_sessions_are_marked_done_without_an_llm_call() -> None:
     async with _client(context) as client:
         chat_id = await _say(client, None, "hi", DAY1)
         assert (await client.post(f"/api/ap/chat/{chat_id}/end")).json()["ended"] is True
-        await context.queue.join()
+        await context.background.join()
     sessions = await context.deps.store.list_sessions(chat_id)
     assert len(sessions) == 1 and sessions[0].skipped
     assert not [r for r in llm.requests if r.purpose == "summarize"]
@@ -152,14 +153,14 @@ async def test_daily_job_summarises_the_closed_day_and_writes_it_into_the_chat()
         chat_id = await _say(client, None, "I want to visit Kyoto in April", DAY1)
         await _say(client, chat_id, "with a budget of 8000 CNY", DAY1 + timedelta(minutes=1))
         await run_idle_sessions(context.deps, DAY1 + timedelta(hours=1))
-        await context.queue.join()
+        await context.background.join()
         # Shanghai's day of the 7th closes at 16:00 UTC: the 16:30 run picks it up
         too_early = await run_daily_summary(context.deps, datetime(2026, 1, 7, 15, 30, tzinfo=UTC))
         assert too_early.enqueued == 0
         calls_before = len(llm.requests)
         report = await run_daily_summary(context.deps, datetime(2026, 1, 7, 16, 30, tzinfo=UTC))
         assert report.enqueued == 1
-        await context.queue.join()
+        await context.background.join()
         messages = (await client.get(f"/api/v1/conversations/{chat_id}/messages")).json()["items"]
     days = await context.deps.store.daily_range("alice", "2026-01-07", "2026-01-07")
     assert len(days) == 1 and days[0].key_topics == ["Kyoto", "April trip"] and days[0].session_count == 1
@@ -183,7 +184,7 @@ async def test_a_user_still_active_is_deferred_with_a_delayed_message() -> None:
 
     async with _client(context) as client:
         await _say(client, None, "still chatting after midnight", datetime(2026, 1, 7, 16, 25, tzinfo=UTC))
-    context.deps.queue = Recording()
+    context.deps.work_queue = Recording()
     from agent_core.jobs.daily import summarize_day
 
     now_ms = int(datetime(2026, 1, 7, 16, 30, tzinfo=UTC).timestamp() * 1000)

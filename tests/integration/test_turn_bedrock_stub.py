@@ -220,7 +220,7 @@ def _summary_call(call: BedrockCall) -> bool:
 async def _summary_at_least(context: AppContext, chat_id: str, version: int) -> Summary:
     """The chat's summary once its version reaches `version` (the job is queued after the response)."""
     for _ in range(1000):
-        await context.queue.join()
+        await context.background.join()
         summary = await context.deps.store.get_summary(chat_id)
         if summary is not None and summary.version >= version:
             return summary

@@ -13,7 +13,8 @@ from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.domain.models import DailySummary, Profile, ProfileFact
-from agent_core.jobs.scheduled import run_daily_summary, run_idle_sessions
+from agent_core.jobs.daily import run_daily_summary
+from agent_core.jobs.session_summaries import run_idle_sessions
 from agent_core.store import items as it
 from agent_core.store.memory import MemoryTable
 from tests.support.fake_llm import ScriptedLlm
@@ -82,13 +83,13 @@ async def test_a_profile_zone_drives_day_markers_sessions_daily_summaries_and_ti
         assert await table.get(it.daymark_key("nyc", "2026-01-07")) is not None
         assert await table.get(it.daymark_key("nyc", "2026-01-08")) is None
         await run_idle_sessions(context.deps, EVENING_IN_NEW_YORK + timedelta(hours=1))
-        await context.queue.join()
+        await context.background.join()
         sessions = await context.deps.store.list_sessions(chat_id)
         assert [s.local_date for s in sessions] == ["2026-01-07"]
         # New York's Jan 7 closes at 05:00 UTC on Jan 8: the 05:30 pass summarises it.
         report = await run_daily_summary(context.deps, datetime(2026, 1, 8, 5, 30, tzinfo=UTC))
         assert report.enqueued == 1
-        await context.queue.join()
+        await context.background.join()
         assert [d.date for d in await context.deps.store.daily_range("nyc", "2026-01-01", "2026-01-31")] == [
             "2026-01-07"
         ]

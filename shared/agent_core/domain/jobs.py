@@ -5,6 +5,7 @@ Every job is idempotent: running it twice changes nothing the second time.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -83,3 +84,7 @@ class WorkQueue(Protocol):
     async def enqueue(self, job: Job, delay_s: int = 0) -> None: ...
 
     async def enqueue_many(self, jobs: list[Job]) -> None: ...
+
+
+JobHandler = Callable[[Job], Awaitable[object]]
+"""Runs one job (raises: retry): what the in-process queue and the SQS worker are given (`jobs.handlers.JobRunner`)."""

@@ -5,14 +5,15 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, date, datetime, timedelta
 
+from agent_core.container import RunDeps
 from agent_core.domain.ids import now_ms
 from agent_core.domain.jobs import DailySummaryJob, Job
 from agent_core.domain.models import Chat, DailySummary, Kind, Message, Role, SessionSummary
+from agent_core.jobs.job_run import job_run
 from agent_core.jobs.report import JobReport
 from agent_core.memory.calendar import close_bucket, day_bounds, id_ceiling, id_floor, to_ms, zone
 from agent_core.memory.summarize import summarise, transcript
 from agent_core.observability import logger
-from agent_core.runtime.deps import RunDeps
 from agent_core.store.schema import SHARDS
 
 ACTIVE_WINDOW_MS = 10 * 60_000
@@ -29,6 +30,13 @@ def pass_buckets(now: datetime) -> tuple[list[str], list[str]]:
     due = [close_bucket(to_ms(hour - timedelta(hours=h))) for h in (1, 0)]
     catch_up = [close_bucket(to_ms(hour - timedelta(hours=h))) for h in range(2, CATCH_UP_HOURS + 2)]
     return due, catch_up
+
+
+async def run_daily_summary(deps: RunDeps, now: datetime, user_id: str | None = None) -> JobReport:
+    """The scheduled pass: enqueue one daily-summary job per user-day whose local day closed in the hours just
+    past (and catch up). `user_id` limits the pass to that user's days (the dev route)."""
+    with job_run("daily_summary") as report:
+        return await enqueue_closed_days(deps, now, report, user_id)
 
 
 async def enqueue_closed_days(deps: RunDeps, now: datetime, report: JobReport, user_id: str | None = None) -> JobReport:
@@ -48,7 +56,7 @@ async def enqueue_closed_days(deps: RunDeps, now: datetime, report: JobReport, u
             if late:
                 report.count("caught_up", len(page))
             try:
-                await deps.queue.enqueue_many(jobs)
+                await deps.work_queue.enqueue_many(jobs)
             except Exception as exc:
                 # The markers stay undone: the next pass's catch-up enqueues them again.
                 report.failed += len(jobs)
@@ -92,7 +100,7 @@ async def summarize_day(deps: RunDeps, job: DailySummaryJob) -> bool:
     recent = await store.chats_active_since(job.user_id, now_ms_ - ACTIVE_WINDOW_MS)
     if any(c.last_activity_at <= now_ms_ for c in recent) and job.deferrals < MAX_DEFERRALS:
         # The user is still talking: summarise later (a delayed message, not a failure).
-        await deps.queue.enqueue(job.model_copy(update={"deferrals": job.deferrals + 1}), delay_s=DEFER_S)
+        await deps.work_queue.enqueue(job.model_copy(update={"deferrals": job.deferrals + 1}), delay_s=DEFER_S)
         return False
     profile = await store.get_profile(job.user_id)
     tz = zone(profile.timezone if profile else None, deps.settings.default_timezone)

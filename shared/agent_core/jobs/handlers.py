@@ -1,47 +1,68 @@
-"""Job handlers: what the worker (or the in-process queue) does for each job kind."""
+"""What the app runs: one handler per job type, and the scheduled passes by name.
+
+The composition root builds the `{job type: handler}` map once (these, plus the background /v1/responses runs)
+and binds it to the app's deps in a `JobRunner`: the in-process queue and the SQS worker both run jobs through
+that one runner. Every handler is idempotent; an exception means "retry" (SQS redelivers).
+"""
 
 from __future__ import annotations
 
-from agent_core.domain.jobs import CompactJob, DailySummaryJob, Job, ProfileJob, ResponseJob, SessionSummaryJob
-from agent_core.memory.compaction import CompactionPolicy, compact
-from agent_core.observability import logger
-from agent_core.runtime.deps import RunDeps
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+from agent_core.container import RunDeps
+from agent_core.domain.jobs import CompactJob, DailySummaryJob, Job, ProfileJob, SessionSummaryJob
+from agent_core.jobs.compaction import compact_chat
+from agent_core.jobs.daily import run_daily_summary, summarize_day
+from agent_core.jobs.profile import extract_profile
+from agent_core.jobs.report import JobReport
+from agent_core.jobs.session_summaries import run_idle_sessions, summarize_session
+
+Handler = Callable[[RunDeps, Any], Awaitable[bool | None]]
+"""One job type's body: True when it wrote something (a summary, a profile), False when there was nothing to do."""
+
+HandlerMap = Mapping[type, Handler]
+"""`{job type: handler}`: the job's class, e.g. `CompactJob`, to the body that runs it."""
+
+JOB_HANDLERS: HandlerMap = {
+    CompactJob: compact_chat,
+    SessionSummaryJob: summarize_session,
+    ProfileJob: extract_profile,
+    DailySummaryJob: summarize_day,
+}
+"""The jobs of this package. `ResponseJob` (a background /v1/responses run) is added by the composition root."""
 
 
-class JobHandlers:
-    """Dispatch by job kind. Every handler is idempotent; an exception means "retry" (SQS redelivers)."""
+class UnknownJob(LookupError):
+    """A job of a type the map has no handler for: it fails, so it is retried and then dead-lettered, never lost."""
 
-    def __init__(self, deps: RunDeps) -> None:
-        self.deps = deps
 
-    async def handle(self, job: Job) -> bool | None:
-        """True when the job wrote something (a summary, a profile), False when there was nothing to do."""
-        deps = self.deps
-        if isinstance(job, CompactJob):
-            s = deps.settings
-            policy = CompactionPolicy(window=s.memory_window, compact_after=s.memory_compact_after)
-            changed = await compact(deps.store, deps.llm, job.model, job.chat_id, policy)
-            logger.info("compaction", extra={"chatId": job.chat_id, "changed": changed})
-            return bool(changed)
-        if isinstance(job, SessionSummaryJob):
-            from agent_core.jobs.sessions import summarize_session
+@dataclass(frozen=True)
+class JobRunner:
+    """The `{job type: handler}` map bound to the deps its handlers run with: a `JobHandler`."""
 
-            return await summarize_session(deps, job)
-        if isinstance(job, ProfileJob):
-            from agent_core.jobs.profile import extract_profile
+    handlers: HandlerMap
+    deps: RunDeps
 
-            return await extract_profile(deps, job)
-        if isinstance(job, DailySummaryJob):
-            from agent_core.jobs.daily import summarize_day
-
-            return await summarize_day(deps, job)
-        if isinstance(job, ResponseJob):
-            await self._response(job)
-        return None
-
-    async def _response(self, job: ResponseJob) -> None:
-        handler = self.deps.response_jobs
+    async def __call__(self, job: Job) -> bool | None:
+        handler = self.handlers.get(type(job))
         if handler is None:
-            logger.warning("no handler for background responses", extra={"responseId": job.response_id})
-            return
-        await handler(job)
+            raise UnknownJob(f"no handler for {job.kind} jobs")
+        return await handler(self.deps, job)
+
+
+ScheduledJob = Literal["idle_sessions", "daily_summary"]
+
+
+class ScheduledPass(Protocol):
+    """One scheduled pass at `now`: find the work due and enqueue it. `user_id` limits it to that user's data."""
+
+    def __call__(self, deps: RunDeps, now: datetime, user_id: str | None = None) -> Awaitable[JobReport]: ...
+
+
+SCHEDULED_PASSES: Mapping[ScheduledJob, ScheduledPass] = {
+    "idle_sessions": run_idle_sessions,  # every 5 minutes
+    "daily_summary": run_daily_summary,  # hourly at :30
+}

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from agent_core.domain.jobs import Job
+from agent_core.domain.jobs import Job, JobHandler
 from agent_core.jobs.job_run import stamped, traced
 from agent_core.observability import logger
-
-JobHandler = Callable[[Job], Awaitable[object]]
 
 
 class JobJournal(Protocol):
@@ -25,21 +22,32 @@ class JobJournal(Protocol):
 
 
 class InProcessWorkQueue:
-    """Runs each job as a task; `join()` waits for every job enqueued so far.
+    """Runs each job as a task of this process, with the handler it `serve`s; `join()` waits for every job
+    enqueued so far.
 
     With a journal, a job is recorded before its task starts and removed once it has run (succeeded or
     failed: a failure is logged, as before); a job interrupted by a stop or a crash stays recorded and
     `resume()` runs it again at the next start (jobs are idempotent).
     """
 
-    def __init__(self, handler: JobHandler, journal: JobJournal | None = None) -> None:
-        self._handler = handler
+    def __init__(self, journal: JobJournal | None = None) -> None:
+        self._handler: JobHandler | None = None
         self._journal = journal
         self._tasks: set[asyncio.Task[None]] = set()
         self.completed = 0
         self.failed = 0
 
+    def serve(self, handler: JobHandler) -> None:
+        """Run jobs with `handler` (the composition root's `JobRunner`, bound to the deps this queue is part of)."""
+        self._handler = handler
+
+    def _served(self) -> JobHandler:
+        if self._handler is None:
+            raise RuntimeError("the in-process queue runs jobs only once serve() gave it a handler")
+        return self._handler
+
     async def enqueue(self, job: Job, delay_s: int = 0) -> None:
+        self._served()  # refused before the job is journalled
         job = stamped(job)
         entry = await self._journal.add(job, delay_s) if self._journal is not None else None
         self._start(job, delay_s, entry)
@@ -57,6 +65,7 @@ class InProcessWorkQueue:
         """Start every journalled job that has not run yet (at its due time); returns how many."""
         if self._journal is None:
             return 0
+        self._served()
         pending = await self._journal.pending()
         now = time.time()
         for entry, job, due_at in pending:
@@ -68,12 +77,13 @@ class InProcessWorkQueue:
     async def _run(self, job: Job, delay_s: float = 0, entry: int | None = None) -> None:
         if delay_s:
             await asyncio.sleep(delay_s)
+        handler = self._served()
         try:
             if job.job_run_id:
                 with traced(job.job_run_id, jobKind=job.kind):
-                    await self._handler(job)
+                    await handler(job)
             else:
-                await self._handler(job)
+                await handler(job)
             self.completed += 1
         except Exception:
             self.failed += 1

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 
-from agent_core.jobs.report import JobReport
+from agent_core.container import RunDeps
+from agent_core.jobs.handlers import ScheduledJob, ScheduledPass
 from agent_core.observability import logger
-from agent_core.runtime.deps import RunDeps
-
-Pass = Callable[[RunDeps, datetime], Awaitable[JobReport]]
 
 
 def next_idle_run(now: datetime) -> datetime:
@@ -27,7 +25,13 @@ def next_daily_run(now: datetime) -> datetime:
     return candidate if candidate > now else candidate + timedelta(hours=1)
 
 
-async def _every(deps: RunDeps, name: str, job: Pass, next_run: Callable[[datetime], datetime]) -> None:
+NEXT_RUN: Mapping[ScheduledJob, Callable[[datetime], datetime]] = {
+    "idle_sessions": next_idle_run,
+    "daily_summary": next_daily_run,
+}
+
+
+async def _every(deps: RunDeps, name: str, job: ScheduledPass, next_run: Callable[[datetime], datetime]) -> None:
     while True:
         due = next_run(datetime.now(UTC))
         await asyncio.sleep(max(0.0, (due - datetime.now(UTC)).total_seconds()))
@@ -39,14 +43,9 @@ async def _every(deps: RunDeps, name: str, job: Pass, next_run: Callable[[dateti
 
 
 @contextlib.asynccontextmanager
-async def local_schedules(deps: RunDeps) -> AsyncIterator[None]:
-    """Run both schedules while the local server is up."""
-    from agent_core.jobs.scheduled import run_daily_summary, run_idle_sessions
-
-    tasks = [
-        asyncio.create_task(_every(deps, "idle-sessions", run_idle_sessions, next_idle_run)),
-        asyncio.create_task(_every(deps, "daily-summary", run_daily_summary, next_daily_run)),
-    ]
+async def local_schedules(deps: RunDeps, passes: Mapping[ScheduledJob, ScheduledPass]) -> AsyncIterator[None]:
+    """Run each of `passes` on its schedule while the local server is up."""
+    tasks = [asyncio.create_task(_every(deps, name, job, NEXT_RUN[name])) for name, job in passes.items()]
     try:
         yield
     finally:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from agent_core.container import RunDeps
 from agent_core.domain.ids import now_ms
 from agent_core.domain.jobs import ProfileJob
 from agent_core.domain.models import Profile
 from agent_core.memory.profile import merge_facts
 from agent_core.memory.summarize import summarise
 from agent_core.observability import logger
-from agent_core.runtime.deps import RunDeps
 
 
 async def extract_profile(deps: RunDeps, job: ProfileJob) -> bool:

@@ -34,8 +34,9 @@ def clamp_delay(delay_s: int) -> int:
 class SqsWorkQueue(ThreadedAwsClient):
     """The WorkQueue port on one SQS queue; `enqueue_many` sends batches of 10 and retries failed entries."""
 
-    def __init__(self, queue_url: str, client_factory: Callable[[], Any]) -> None:
+    def __init__(self, queue_url: str, client_factory: Callable[[], Any], retry_base_s: float = RETRY_BASE_S) -> None:
         self.queue_url = queue_url
+        self.retry_base_s = retry_base_s  # the first retry's wait, doubled for each further one
         super().__init__(client_factory)
 
     async def enqueue(self, job: Job, delay_s: int = 0) -> None:
@@ -56,7 +57,7 @@ class SqsWorkQueue(ThreadedAwsClient):
         given_up: list[tuple[str, str]] = []
         for attempt in range(BATCH_ATTEMPTS):
             if attempt:
-                await asyncio.sleep(RETRY_BASE_S * 2 ** (attempt - 1))
+                await asyncio.sleep(self.retry_base_s * 2 ** (attempt - 1))
             entries = [{"Id": key, "MessageBody": dump_job(job)} for key, job in pending.items()]
             response = await self._call("send_message_batch", QueueUrl=self.queue_url, Entries=entries)
             retry: dict[str, Job] = {}

@@ -17,8 +17,7 @@ from aws_lambda_powertools.utilities.batch import AsyncBatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from pydantic import ValidationError
 
-from agent_core.domain.jobs import parse_job
-from agent_core.jobs.inprocess import JobHandler
+from agent_core.domain.jobs import JobHandler, parse_job
 from agent_core.jobs.job_run import job_run, traced
 from agent_core.jobs.report import JobReport
 from agent_core.observability import logger

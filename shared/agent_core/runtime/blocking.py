@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from agent_core.container import RunDeps
 from agent_core.domain.events import RunError
 from agent_core.domain.models import TurnResult
 from agent_core.errors import AgentError, error_for_code
-from agent_core.runtime.deps import RunDeps
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import TurnRequest, prepare_turn
 

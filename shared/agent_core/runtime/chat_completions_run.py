@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
+from agent_core.container import RunDeps
 from agent_core.domain.ids import sortable_id
 from agent_core.errors import AgentError
 from agent_core.protocol.chat_completions import ChatCompletionsEncoder
 from agent_core.protocol.chat_completions_input import ChatCompletionCreate, as_response_request
 from agent_core.runtime.blocking import run_failure
-from agent_core.runtime.deps import RunDeps
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.responses_run import open_turn, plan_response

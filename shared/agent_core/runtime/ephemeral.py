@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from agent_core.container import RunDeps
 from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.jobs import Job
 from agent_core.domain.models import Chat, Message, Role
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
-from agent_core.runtime.deps import RunDeps
 from agent_core.store.memory import MemoryTable
 from agent_core.store.memory_blob import MemoryBlobStore
 from agent_core.store.table_store import TableStore
@@ -30,7 +30,7 @@ def ephemeral_deps(deps: RunDeps, agent: AgentDefinition | None = None) -> RunDe
     return dataclasses.replace(
         deps,
         store=TableStore(MemoryTable()),
-        queue=DiscardQueue(),
+        work_queue=DiscardQueue(),
         blobs=MemoryBlobStore(),
         agents=agents,
     )

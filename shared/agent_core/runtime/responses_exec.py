@@ -12,12 +12,12 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from agent_core.container import RunDeps
 from agent_core.domain.events import RunError
 from agent_core.errors import AgentError
 from agent_core.observability import logger
 from agent_core.protocol.responses import ResponsesEncoder
 from agent_core.protocol.responses_input import ResponseCreate
-from agent_core.runtime.deps import RunDeps
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import DISCONNECTED, TurnRunner
 from agent_core.runtime.responses_run import ResponsePlan, open_turn, plan_response

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from agent_core.container import RunDeps
 from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.models import Chat, Message, Role
 from agent_core.errors import AgentError, InvalidRequest, NotFound, RunInProgress
@@ -27,7 +28,6 @@ from agent_core.protocol.responses_input import (
     pending_calls,
 )
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
-from agent_core.runtime.deps import RunDeps
 from agent_core.runtime.ephemeral import ephemeral_deps
 from agent_core.runtime.responses_tools import TunedLlm, client_tool, responses_agent, with_client_tools
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, chat_name, prepare_turn, validate_message

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from agent_core.container import RunDeps
 from agent_core.domain.jobs import SessionSummaryJob
 from agent_core.domain.models import Chat
-from agent_core.runtime.deps import RunDeps
 
 
 async def end_session(deps: RunDeps, chat: Chat, at_ms: int) -> SessionSummaryJob | None:
@@ -20,5 +20,5 @@ async def end_session(deps: RunDeps, chat: Chat, at_ms: int) -> SessionSummaryJo
     )
     # Enqueue first, close after: a queue failure leaves the session open (the caller's retry, or the idle
     # pass, ends it). A job enqueued for a session another closer got first is summarised once (idempotent).
-    await deps.queue.enqueue(job)
+    await deps.work_queue.enqueue(job)
     return job if await deps.store.close_session(chat.chat_id, chat.session_id) else None

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from agent_core.container import RunDeps
 from agent_core.domain.events import Event, RequestQuery, RunCancel, RunError
 from agent_core.domain.ids import new_chat_id, new_run_id, now_ms, sortable_id
 from agent_core.domain.jobs import CompactJob
@@ -27,7 +28,6 @@ from agent_core.memory.profile import profile_block
 from agent_core.memory.sessions import plan_session
 from agent_core.observability import logger
 from agent_core.runtime.agents import AgentDefinition
-from agent_core.runtime.deps import RunDeps
 from agent_core.runtime.envelope import Envelope
 from agent_core.store.base import DuplicateRequest, RecentMessages, SessionChanged
 from agent_core.store.retry import RetryPolicy, retrying
@@ -245,7 +245,7 @@ async def _release_run(deps: RunDeps, run: Run, terminal: Event, at_ms: int, que
 async def _after_begin(deps: RunDeps, chat: Chat, plan: SessionPlan, at_ms: int) -> None:
     """The session this turn ended is summarised in the background; a dead run's lease it took is failed."""
     if plan.close is not None:
-        await deps.queue.enqueue(plan.close)
+        await deps.work_queue.enqueue(plan.close)
     if chat.active_run_id and (chat.lease_expires_at or 0) < now_ms():  # leases run on the wall clock
         # This turn took the expired lease over; the dead run's record still says running.
         await deps.store.fail_stale_run(chat.chat_id, chat.active_run_id, at_ms, release_lease=False)
@@ -257,4 +257,4 @@ async def _maybe_compact(turn: PreparedTurn) -> None:
     policy = CompactionPolicy(window=s.memory_window, compact_after=s.memory_compact_after)
     uncovered = sum(1 for m in turn.history.items if m.kind == Kind.NORMAL)
     if turn.history.truncated or needs_compaction(uncovered, policy):
-        await turn.deps.queue.enqueue(CompactJob(chat_id=turn.chat.chat_id, model=turn.run.model))
+        await turn.deps.work_queue.enqueue(CompactJob(chat_id=turn.chat.chat_id, model=turn.run.model))

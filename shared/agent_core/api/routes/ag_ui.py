@@ -101,8 +101,7 @@ async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx
             async for envelope in envelopes:
                 for event in encoder.feed(envelope):
                     yield encode_event(event)
-        if ctx.settings.in_lambda:
-            await ctx.queue.join()
+        await ctx.before_response()
 
     return TurnStreamingResponse(with_pings(stream(), PING_INTERVAL_S), turn_events, SSE_HEADERS)
 

@@ -33,8 +33,7 @@ def _stream(run: ChatCompletionRun, ctx: AppContext) -> StreamingResponse:
                 yield encode_chunk(chunk)
         if run.encoder.error is None:  # an error chunk is the stream's last message (no [DONE] after it)
             yield DONE
-        if ctx.settings.in_lambda:
-            await ctx.queue.join()
+        await ctx.before_response()
 
     return StreamingResponse(with_pings(body(), PING_INTERVAL_S), media_type="text/event-stream", headers=SSE_HEADERS)
 
@@ -67,5 +66,4 @@ async def create_chat_completion(
     try:
         return JSONResponse(await run.completion())
     finally:
-        if ctx.settings.in_lambda:
-            await ctx.queue.join()
+        await ctx.before_response()

@@ -114,9 +114,8 @@ async def chat(
     try:
         result = await run_blocking(ctx.deps, turn)
     finally:
-        if ctx.settings.in_lambda:
-            # Nothing runs after a Lambda response: background work overlaps the turn, then is awaited.
-            await ctx.queue.join()
+        # Nothing runs after a Lambda response: background work overlaps the turn, then is awaited.
+        await ctx.before_response()
     return _dump(
         ChatOut(
             request_id=result.request_id,

@@ -6,6 +6,7 @@ They need an authenticated caller like every route, and act only on that caller'
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -15,7 +16,7 @@ from agent_core.api.deps import app_context, current_user, request_now
 from agent_core.api.openapi import error_responses
 from agent_core.context import AppContext
 from agent_core.errors import NotFound
-from agent_core.jobs import entry
+from agent_core.jobs.handlers import ScheduledJob
 
 router = APIRouter(prefix="/api/dev", tags=["dev"], responses=error_responses(401, 404))
 
@@ -32,10 +33,10 @@ User = Annotated[str, Depends(current_user)]
 DevStage = Depends(dev_stage)
 
 
-async def _run(request: Request, ctx: AppContext, user: str, name: entry.ScheduledJob) -> dict[str, Any]:
+async def _run(request: Request, ctx: AppContext, user: str, name: ScheduledJob) -> dict[str, Any]:
     now = request_now(request) or datetime.now(UTC)
-    report = await entry.run_scheduled(ctx, name, now, user)  # returns once the enqueued work has finished
-    return {"job": name, "now": now.isoformat(), "report": entry.report_dict(report)}
+    report = await ctx.run_scheduled(name, now, user)  # returns once the enqueued work has finished
+    return {"job": name, "now": now.isoformat(), "report": asdict(report)}
 
 
 @router.post("/jobs/idle-sessions", dependencies=[DevStage])

@@ -30,8 +30,7 @@ async def end_chat_session(chat_id: PathId, request: Request, ctx: Ctx, user: Us
         raise NotFound("chat not found", param="chatId", code="chat_not_found")
     override = request_now(request)
     job = await end_session(ctx.deps, chat, to_ms(override) if override else now_ms())
-    if ctx.settings.in_lambda:
-        await ctx.queue.join()
+    await ctx.before_response()
     return {"chatId": chat_id, "ended": job is not None, "sessionId": job.session_id if job else None}
 
 

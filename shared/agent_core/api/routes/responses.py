@@ -69,8 +69,7 @@ def _sse(
         async with contextlib.aclosing(events) as source:
             async for event in source:
                 yield encode_event(event)
-        if ctx.settings.in_lambda:
-            await ctx.queue.join()
+        await ctx.before_response()
 
     if turn is not None:  # a turn holding its chat's lease: released if the client leaves before it starts
         return TurnStreamingResponse(with_pings(body(), PING_INTERVAL_S), turn, SSE_HEADERS)
@@ -102,7 +101,7 @@ async def create_response(
         record = await queue_response(plan, responses)
         if ctx.settings.in_lambda and not body.stream:
             # Nothing runs after a Lambda response ends: the worker runs it from the work queue.
-            await ctx.deps.queue.enqueue(ResponseJob(response_id=record.response_id, user_id=user))
+            await ctx.deps.work_queue.enqueue(ResponseJob(response_id=record.response_id, user_id=user))
             return JSONResponse(record.body())
         log = runs.start(ctx.deps, responses, record.response_id)
         if body.stream:
@@ -118,8 +117,7 @@ async def create_response(
             async for _ in events:
                 pass
     finally:
-        if ctx.settings.in_lambda:
-            await ctx.queue.join()
+        await ctx.before_response()
     if run.error is not None:
         # 502 llm_unavailable, 503 service_unavailable (Retry-After), 504 deadline_exceeded: never a 200.
         # A stored Response is kept `failed` with its error (GET /v1/responses/{id}). Its question is stored

@@ -89,8 +89,7 @@ async def query(
         async with contextlib.aclosing(turn_events.events()) as envelopes:
             async for envelope in envelopes:
                 yield encode_sse(envelope.wire())
-        if ctx.settings.in_lambda:
-            await ctx.queue.join()
+        await ctx.before_response()
 
     return TurnStreamingResponse(with_pings(stream(), PING_INTERVAL_S), turn_events, SSE_HEADERS)
 

@@ -82,8 +82,7 @@ async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) ->
                 for part in encoder.feed(envelope):
                     yield encode_part(part)
         yield DONE
-        if ctx.settings.in_lambda:
-            await ctx.queue.join()
+        await ctx.before_response()
 
     headers = {**SSE_HEADERS, **HEADERS}
     return TurnStreamingResponse(with_pings(stream(), PING_INTERVAL_S), turn_events, headers)

@@ -1,18 +1,20 @@
-"""Session jobs: close idle sessions (exactly once), summarise each ended session, then queue profile facts."""
+"""Session summaries: the idle-sessions pass closes idle sessions (exactly once) and enqueues a summary job for
+each; the job summarises the ended session, then queues profile facts."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from agent_core.container import RunDeps
 from agent_core.domain.ids import now_ms as wall_ms
 from agent_core.domain.jobs import Job, ProfileJob, SessionSummaryJob
 from agent_core.domain.models import Chat, Kind, SessionSummary
+from agent_core.jobs.job_run import job_run
 from agent_core.jobs.report import JobReport
 from agent_core.memory.calendar import id_ceiling, id_floor, local_date, to_ms, zone
 from agent_core.memory.sessions import too_little
 from agent_core.memory.summarize import summarise
 from agent_core.observability import logger
-from agent_core.runtime.deps import RunDeps
 from agent_core.store.schema import SHARDS
 
 
@@ -52,8 +54,15 @@ async def summarize_session(deps: RunDeps, job: SessionSummaryJob) -> bool:
     session.summary, session.key_topics = result.summary, result.key_topics
     written = await store.put_session(session)
     if written:
-        await deps.queue.enqueue(ProfileJob(chat_id=job.chat_id, user_id=job.user_id, session_id=job.session_id))
+        await deps.work_queue.enqueue(ProfileJob(chat_id=job.chat_id, user_id=job.user_id, session_id=job.session_id))
     return written
+
+
+async def run_idle_sessions(deps: RunDeps, now: datetime, user_id: str | None = None) -> JobReport:
+    """The scheduled pass: close sessions idle past their due time (each exactly once) and fail runs whose lease
+    expired. `user_id` limits the pass to that user's chats (the dev route acts only on its caller's data)."""
+    with job_run("idle_sessions") as report:
+        return await close_idle_sessions(deps, now, report, user_id)
 
 
 async def close_idle_sessions(deps: RunDeps, now: datetime, report: JobReport, user_id: str | None = None) -> JobReport:
@@ -97,7 +106,7 @@ async def _close_page(deps: RunDeps, page: list[Chat], now_ms: int, idle_ms: int
     # them again. The summary job is idempotent, so a session enqueued twice is summarised once.
     jobs: list[Job] = list(due)
     try:
-        await deps.queue.enqueue_many(jobs)
+        await deps.work_queue.enqueue_many(jobs)
     except Exception as exc:
         report.failed += len(due)
         logger.error(

@@ -1,12 +1,12 @@
-"""What a run needs, passed in explicitly: no globals, no thread-locals."""
+"""What the app is wired from: the services every run, route and job receives, passed in explicitly (no globals,
+no thread-locals). The composition root (`context.build_context`) builds one from Settings."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from agent_core.config import Settings
-from agent_core.domain.jobs import ResponseJob, WorkQueue
+from agent_core.domain.jobs import WorkQueue
 from agent_core.llm.base import LlmClient
 from agent_core.runtime.agents import AgentCatalog
 from agent_core.runtime.cancel import CancelRegistry
@@ -23,8 +23,7 @@ class RunDeps:
     llm: LlmClient
     tools: ToolService
     agents: AgentCatalog
-    queue: WorkQueue
+    work_queue: WorkQueue  # where background jobs go: SQS for the worker in Lambda, else the in-process queue
     blobs: BlobStore | None = None
     cancels: CancelRegistry = field(default_factory=CancelRegistry)
     mcp: McpCatalog | None = None
-    response_jobs: Callable[[ResponseJob], Awaitable[None]] | None = None  # background /v1/responses runs
