@@ -13,7 +13,7 @@ from agent_core.api.deps import app_context, current_user, link_base, request_no
 from agent_core.api.openapi import error_responses, stream_or_json
 from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
 from agent_core.api.schemas import PathId
-from agent_core.api.turn_response import TurnStreamingResponse
+from agent_core.api.sse import TurnStreamingResponse
 from agent_core.context import AppContext
 from agent_core.domain.jobs import ResponseJob
 from agent_core.errors import InvalidRequest, NotFound

@@ -15,7 +15,7 @@ from agent_core.api.deps import app_context, current_user, link_base, request_no
 from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.routes.history import load_snapshot
 from agent_core.api.schemas import Body
-from agent_core.api.turn_response import TurnStreamingResponse
+from agent_core.api.sse import TurnStreamingResponse
 from agent_core.context import AppContext
 from agent_core.domain.models import TurnResult
 from agent_core.errors import NotFound

@@ -14,7 +14,7 @@ from agent_core.api.deps import app_context, current_user, link_base, request_no
 from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.routes.responses import response_store
 from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
-from agent_core.api.turn_response import TurnStreamingResponse
+from agent_core.api.sse import TurnStreamingResponse
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
 from agent_core.protocol.sse import with_pings
