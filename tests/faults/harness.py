@@ -32,10 +32,6 @@ USER = "alice"
 STORAGE_ERRORS = {"service_unavailable"}
 
 
-async def no_sleep(seconds: float) -> None:
-    return None
-
-
 @dataclass
 class Harness:
     context: AppContext

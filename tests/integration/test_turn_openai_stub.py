@@ -15,10 +15,6 @@ from tests.support.fixtures import make_settings
 from tests.support.openai_stub import OpenAiStub, StubScript
 
 
-async def _no_sleep(seconds: float) -> None:
-    return None
-
-
 def _app(stub: OpenAiStub, table: DynamoTable, **overrides: Any) -> httpx.AsyncClient:
     settings = make_settings(
         AGENT_LLM_PROVIDER="openai", OPENAI_BASE_URL=stub.base_url, OPENAI_API_KEY="sk-test-secret", **overrides

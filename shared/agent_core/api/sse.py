@@ -2,7 +2,8 @@
 
 The library frames each message (`event:` when named, then `data:`), sends a `: ping` comment after
 `PING_INTERVAL_S` without a message (from a task of its own, so nothing waits behind it), sends each message
-as soon as the route yields it, and cancels the body when the client disconnects. A route answers
+as soon as the route yields it, cancels the body when the client disconnects, and ends the response as a
+disconnect when the client takes nothing for `SEND_TIMEOUT_S` (a stalled reader). A route answers
 everything that has an HTTP status (400, 404, 409, 413, 422...) before it calls `sse_response`; once the
 stream has started a failure is its terminal event, written by the protocol's encoder like any other.
 
@@ -28,6 +29,9 @@ from agent_core.context import AppContext
 from agent_core.runtime.pending import HeldTurn
 
 PING_INTERVAL_S = 15.0
+# A client that takes no byte of a message (or ping) for this long has stalled: the response ends as if it
+# had disconnected, so the run it drives does not sit at a yield holding its chat's lease.
+SEND_TIMEOUT_S = 60.0
 LINE_END = "\n"
 PING = ServerSentEvent(comment="ping", sep=LINE_END)  # `: ping\n\n`; clients skip comment lines
 Messages = AsyncGenerator[ServerSentEvent, None]  # what a route streams
@@ -49,16 +53,25 @@ class EventStream(EventSourceResponse):
         headers: Mapping[str, str] | None = None,
         turn: HeldTurn | None = None,
         ping_s: float = PING_INTERVAL_S,
+        send_timeout_s: float = SEND_TIMEOUT_S,
     ) -> None:
-        super().__init__(messages, headers=headers, ping=ping_s, sep=LINE_END, ping_message_factory=lambda: PING)
+        super().__init__(
+            messages,
+            headers=headers,
+            ping=ping_s,
+            sep=LINE_END,
+            ping_message_factory=lambda: PING,
+            send_timeout=send_timeout_s,
+        )
         self.turn = turn
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             await super().__call__(scope, receive, send)
         except OSError as error:
-            # Sending failed because the client has gone (ASGI 2.4 servers such as uvicorn raise OSError):
-            # reported as Starlette's own streaming response does.
+            # Sending failed because the client has gone (ASGI 2.4 servers such as uvicorn raise OSError) or
+            # stalled (the library's SendTimeoutError is a TimeoutError): reported as Starlette's own
+            # streaming response reports a client gone.
             raise ClientDisconnect() from error
         finally:
             # Shielded: a cancelled request does not interrupt the release.
