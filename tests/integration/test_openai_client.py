@@ -378,3 +378,14 @@ async def test_tool_choice_and_parallel_tool_calls_reach_the_provider(
     await complete_text(llm, request)
     sent = openai_stub.requests[-1]
     assert sent["tool_choice"] == "required" and sent["parallel_tool_calls"] is False
+
+
+async def test_a_stream_that_opened_after_a_retry_then_broke_says_so(
+    openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: RetryLog
+) -> None:
+    # A 500 (retried by the SDK), then a stream that ends before any output without a finish reason
+    openai_stub.enqueue(StubScript.error(500), StubScript(chunks=[], done=False))
+    with pytest.raises(LlmUnavailable) as info:
+        await collect(llm)
+    assert len(openai_stub.requests) == 2 and len(sleep.calls) == 1
+    assert "no finish_reason" in info.value.message and "after 1 retry" in info.value.message

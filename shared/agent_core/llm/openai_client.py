@@ -172,11 +172,14 @@ def rejects_tools(exc: BaseException, request: LlmRequest) -> bool:
 
 def retries_taken(exc: BaseException, upstream: openai.AsyncStream[Any] | None = None) -> int:
     """How many retries the SDK made before this failure: its `x-stainless-retry-count` request header."""
-    request = getattr(exc, "request", None)
-    if request is None and upstream is not None:
+    if isinstance(exc, openai.APIError):
+        request = exc.request
+    elif upstream is not None:  # the stream opened, then its data failed
         request = upstream.response.request
+    else:
+        return 0
     try:
-        return int(request.headers.get("x-stainless-retry-count", 0)) if request is not None else 0
+        return int(request.headers.get("x-stainless-retry-count", 0))
     except ValueError:
         return 0
 
