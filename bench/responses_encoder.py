@@ -16,13 +16,13 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agent_core.api.sse import sse_message
 from agent_core.context import build_context
 from agent_core.domain.models import Usage
 from agent_core.llm.base import LlmDelta, LlmRequest
-from agent_core.protocol.responses import ResponsesEncoder, encode_event
+from agent_core.protocol.responses import ResponsesEncoder
 from agent_core.protocol.responses_aggregate import response_object
 from agent_core.protocol.responses_input import ResponseCreate
-from agent_core.protocol.sse import encode_sse
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
@@ -48,7 +48,7 @@ class DeltaLlm:
 
 
 def native() -> Encode:
-    return lambda envelope: [encode_sse(envelope.wire())]
+    return lambda envelope: [sse_message(envelope.wire()).encode()]
 
 
 def responses() -> tuple[Encode, ResponsesEncoder]:
@@ -64,7 +64,7 @@ def responses() -> tuple[Encode, ResponsesEncoder]:
         events = encoder.feed(envelope)
         if opening:
             events, opening[:] = [*opening, *events], []
-        return [encode_event(e) for e in events]
+        return [sse_message(e, event=e["type"]).encode() for e in events]
 
     return encode, encoder
 

@@ -11,10 +11,10 @@ import asyncio
 import time
 from typing import Any
 
-from agent_core.protocol.ag_ui import AgUiEncoder
-from agent_core.protocol.ag_ui import encode_event as encode_ag_ui
-from agent_core.protocol.chat_completions import ChatCompletionsEncoder, encode_chunk
-from agent_core.protocol.ui_stream import UiStreamEncoder, encode_part
+from agent_core.api.sse import sse_message
+from agent_core.protocol.ag_ui import AgUiEncoder, event_json
+from agent_core.protocol.chat_completions import ChatCompletionsEncoder
+from agent_core.protocol.ui_stream import UiStreamEncoder
 from agent_core.runtime.envelope import Envelope
 from bench.common import quiet_observability
 from bench.responses_encoder import DELTAS, ROUNDS, Encode, _run, _summary, native
@@ -30,7 +30,7 @@ def chat_completions() -> Encode:
         chunks = encoder.feed(envelope)
         if opening:
             chunks, opening[:] = [*opening, *chunks], []
-        return [encode_chunk(c) for c in chunks]
+        return [sse_message(c).encode() for c in chunks]
 
     return encode
 
@@ -43,7 +43,7 @@ def ui_stream() -> Encode:
         parts = encoder.feed(envelope)
         if opening:
             parts, opening[:] = [*opening, *parts], []
-        return [encode_part(p) for p in parts]
+        return [sse_message(p).encode() for p in parts]
 
     return encode
 
@@ -56,7 +56,7 @@ def ag_ui() -> Encode:
         events = encoder.feed(envelope)
         if opening:
             events, opening[:] = [*opening, *events], []
-        return [encode_ag_ui(e) for e in events]
+        return [sse_message(event_json(e)).encode() for e in events]
 
     return encode
 

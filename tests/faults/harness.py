@@ -32,10 +32,6 @@ USER = "alice"
 STORAGE_ERRORS = {"service_unavailable"}
 
 
-async def no_sleep(seconds: float) -> None:
-    return None
-
-
 @dataclass
 class Harness:
     context: AppContext
@@ -108,7 +104,7 @@ def build_harness(stub: OpenAiStub, **overrides: Any) -> Harness:
     ensure_resources(settings, ddb, s3)
     table = DynamoTable(settings.table_name, lambda: ddb)
     blobs = S3BlobStore(settings.data_bucket, lambda: s3)
-    llm = OpenAiLlmClient(settings, sleep=no_sleep)
+    llm = OpenAiLlmClient(settings)
     context = build_context(settings, table=table, llm=llm, blobs=blobs, audit=lambda line: None)
     app = build_app(*routes.chat, *routes.stream_routes, context=context)
     client = httpx.AsyncClient(

@@ -51,7 +51,7 @@ class Case:
 
 CASES = {
     "429_retry_after_short": Case(
-        lambda: [StubScript.error(429, retry_after=1), StubScript.text("after ", "waiting")],
+        lambda: [StubScript.error(429, retry_after=0.001), StubScript.text("after ", "waiting")],
         "run.complete",
         200,
         "after waiting",

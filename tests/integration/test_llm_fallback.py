@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from agent_core.context import AppContext, build_context
+from agent_core.llm.bedrock_client import BedrockLlmClient
 from agent_core.llm.fallback import FallbackLlm
 from agent_core.observability import metrics
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
@@ -39,7 +40,8 @@ def _context(openai_stub: OpenAiStub, **overrides: Any) -> AppContext:
     context = build_context(make_settings(**values), table=MemoryTable(), audit=lambda _: None)
     assert isinstance(context.deps.llm, FallbackLlm)
     for entry in context.deps.llm.entries:
-        entry.client._sleep = _no_sleep  # type: ignore[attr-defined]
+        if isinstance(entry.client, BedrockLlmClient):  # the openai SDK's waits are the stub's retry-after-ms
+            entry.client._sleep = _no_sleep
     context.deps.agents = AgentCatalog([AgentDefinition(key="d", name="D", mode="direct")])
     return context
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, cast
 
 import openai
 import pytest
@@ -35,14 +36,16 @@ TOOLS = [
 openai_stub = fixtures.openai_stub  # shared fixture, also re-exported by tests/conftest.py
 
 
-class SleepRecorder:
-    """An injected sleep that records delays instead of waiting."""
+class RetryLog(logging.Handler):
+    """The openai SDK's own record of each retry it makes ("Retrying request in <s> seconds ..."): its waits."""
 
     def __init__(self) -> None:
+        super().__init__(logging.INFO)
         self.calls: list[float] = []
 
-    async def __call__(self, seconds: float) -> None:
-        self.calls.append(seconds)
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith("Retrying request in") and isinstance(record.args, tuple):
+            self.calls.append(float(cast(float, record.args[0])))
 
 
 def make_settings(stub: OpenAiStub, **overrides: Any) -> Settings:
@@ -66,15 +69,21 @@ def make_request(**overrides: Any) -> LlmRequest:
 
 
 @pytest.fixture
-async def sleep() -> SleepRecorder:
-    """A fresh sleep recorder."""
-    return SleepRecorder()
+def sleep() -> Iterator[RetryLog]:
+    """The waits before each retry, as the SDK logs them (the stub's errors say `retry-after-ms: 1`)."""
+    log, handler = logging.getLogger("openai"), RetryLog()
+    level = log.level
+    log.setLevel(logging.INFO)
+    log.addHandler(handler)
+    yield handler
+    log.removeHandler(handler)
+    log.setLevel(level)
 
 
 @pytest.fixture
-async def llm(openai_stub: OpenAiStub, sleep: SleepRecorder) -> AsyncIterator[OpenAiLlmClient]:
-    """An adapter bound to the stub with injected sleep; closed after the test."""
-    client = OpenAiLlmClient(make_settings(openai_stub), sleep=sleep)
+async def llm(openai_stub: OpenAiStub) -> AsyncIterator[OpenAiLlmClient]:
+    """An adapter bound to the stub; closed after the test."""
+    client = OpenAiLlmClient(make_settings(openai_stub))
     yield client
     await client.aclose()
 
@@ -168,26 +177,28 @@ async def test_request_carries_stream_options_tools_and_key(openai_stub: OpenAiS
 
 
 async def test_429_then_success_honours_retry_after(
-    openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: SleepRecorder
+    openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: RetryLog
 ) -> None:
-    openai_stub.enqueue(StubScript.error(429, retry_after=2), StubScript.text("ok"))
+    openai_stub.enqueue(StubScript.error(429, retry_after=0.002), StubScript.text("ok"))
     deltas = await collect(llm)
     assert [d.content for d in deltas if d.content] == ["ok"]
-    assert sleep.calls == [2.0]
+    assert sleep.calls == [0.002]
     assert len(openai_stub.requests) == 2
 
 
 async def test_retry_after_is_honoured_and_backoff_is_bounded(
-    openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: SleepRecorder
+    openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: RetryLog
 ) -> None:
-    openai_stub.enqueue(StubScript.error(429, retry_after=7), StubScript.error(503), StubScript.text("ok"))
+    openai_stub.enqueue(
+        StubScript.error(429, retry_after_ms=7), StubScript.error(503, retry_after_ms=None), StubScript.text("ok")
+    )
     await collect(llm)
-    assert sleep.calls[0] == 7.0
-    assert 0.5 <= sleep.calls[1] <= 1.0  # second retry: base 0.5 * 2, with jitter in [half, full]
+    assert sleep.calls[0] == 0.007
+    assert 0.5 <= sleep.calls[1] <= 1.0  # second retry: base 0.5 * 2, less up to 25 % jitter (the SDK's)
 
 
 async def test_a_retry_after_longer_than_the_cap_fails_at_once(
-    openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: SleepRecorder
+    openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: RetryLog
 ) -> None:
     # Waiting an hour would hold the turn past any deadline: llm_unavailable now, saying when to retry
     openai_stub.enqueue(StubScript.error(429, retry_after=3600))
@@ -198,7 +209,7 @@ async def test_a_retry_after_longer_than_the_cap_fails_at_once(
 
 
 async def test_persistent_500_gives_llm_unavailable_after_max_retries(
-    openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: SleepRecorder
+    openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: RetryLog
 ) -> None:
     openai_stub.enqueue(*[StubScript.error(500) for _ in range(5)])
     with pytest.raises(LlmUnavailable) as info:
@@ -209,7 +220,7 @@ async def test_persistent_500_gives_llm_unavailable_after_max_retries(
     assert "500" in info.value.message and "after 2 retries" in info.value.message
 
 
-async def test_400_is_not_retried(openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: SleepRecorder) -> None:
+async def test_400_is_not_retried(openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: RetryLog) -> None:
     openai_stub.enqueue(StubScript.error(400, "messages: invalid role"))
     with pytest.raises(LlmUnavailable) as info:
         await collect(llm)
@@ -241,9 +252,7 @@ async def test_streaming_is_not_buffered(openai_stub: OpenAiStub, llm: OpenAiLlm
     assert [d.content for d in rest if d.content] == ["second"]
 
 
-async def test_no_retry_once_streaming_started(
-    openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: SleepRecorder
-) -> None:
+async def test_no_retry_once_streaming_started(openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: RetryLog) -> None:
     openai_stub.enqueue(StubScript(chunks=StubScript.text("a", "b", "c").chunks, abort_after=2))
     seen: list[LlmDelta] = []
     with pytest.raises(LlmUnavailable) as info:
@@ -254,13 +263,64 @@ async def test_no_retry_once_streaming_started(
     assert "interrupted" in info.value.message
 
 
-async def test_connection_drop_before_first_chunk_is_retried(
-    openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: SleepRecorder
+async def test_connection_drop_before_the_response_is_retried(
+    openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: RetryLog
 ) -> None:
-    openai_stub.enqueue(StubScript(chunks=StubScript.text("x").chunks, abort_after=0), StubScript.text("ok"))
+    openai_stub.enqueue(StubScript(drop=True), StubScript.text("ok"))
     deltas = await collect(llm)
     assert [d.content for d in deltas if d.content] == ["ok"]
     assert len(openai_stub.requests) == 2 and len(sleep.calls) == 1
+
+
+async def test_connection_drop_after_the_response_started_is_not_retried(
+    openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: RetryLog
+) -> None:
+    # The SDK retries a streamed call only until its response starts: a drop after the status line, even
+    # before the first chunk, is llm_unavailable (the fallback chain's turn), never a repeated stream.
+    openai_stub.enqueue(StubScript(chunks=StubScript.text("x").chunks, abort_after=0), StubScript.text("ok"))
+    with pytest.raises(LlmUnavailable) as info:
+        await collect(llm)
+    assert len(openai_stub.requests) == 1 and sleep.calls == []
+    assert info.value.code == "llm_unavailable" and "interrupted" not in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("status", "retried"),
+    [
+        (408, True),
+        (409, True),
+        (429, True),
+        (500, True),
+        (503, True),
+        (400, False),
+        (401, False),
+        (403, False),
+        (404, False),
+        (422, False),
+    ],
+)
+async def test_which_statuses_are_retried(
+    openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: RetryLog, status: int, retried: bool
+) -> None:
+    openai_stub.enqueue(StubScript.error(status), StubScript.text("ok"))
+    if retried:
+        assert [d.content for d in await collect(llm) if d.content] == ["ok"]
+    else:
+        with pytest.raises(LlmUnavailable):
+            await collect(llm)
+    assert len(openai_stub.requests) == (2 if retried else 1) and len(sleep.calls) == int(retried)
+
+
+async def test_the_server_decides_with_x_should_retry(
+    openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: RetryLog
+) -> None:
+    openai_stub.enqueue(StubScript.error(503, headers={"x-should-retry": "false"}))
+    with pytest.raises(LlmUnavailable) as info:
+        await collect(llm)
+    assert len(openai_stub.requests) == 1 and "503" in info.value.message
+    openai_stub.enqueue(StubScript.error(400, headers={"x-should-retry": "true"}), StubScript.text("ok"))
+    assert [d.content for d in await collect(llm) if d.content] == ["ok"]
+    assert len(openai_stub.requests) == 3 and len(sleep.calls) == 1
 
 
 async def test_default_reply_when_queue_empty(openai_stub: OpenAiStub, llm: OpenAiLlmClient) -> None:
@@ -318,3 +378,14 @@ async def test_tool_choice_and_parallel_tool_calls_reach_the_provider(
     await complete_text(llm, request)
     sent = openai_stub.requests[-1]
     assert sent["tool_choice"] == "required" and sent["parallel_tool_calls"] is False
+
+
+async def test_a_stream_that_opened_after_a_retry_then_broke_says_so(
+    openai_stub: OpenAiStub, llm: OpenAiLlmClient, sleep: RetryLog
+) -> None:
+    # A 500 (retried by the SDK), then a stream that ends before any output without a finish reason
+    openai_stub.enqueue(StubScript.error(500), StubScript(chunks=[], done=False))
+    with pytest.raises(LlmUnavailable) as info:
+        await collect(llm)
+    assert len(openai_stub.requests) == 2 and len(sleep.calls) == 1
+    assert "no finish_reason" in info.value.message and "after 1 retry" in info.value.message

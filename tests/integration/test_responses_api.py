@@ -427,7 +427,7 @@ def test_in_lambda_a_background_response_is_a_job_for_the_worker(
     openai_stub: OpenAiStub, moto_table: DynamoTable
 ) -> None:
     # Nothing runs after a Lambda response ends: the request answers `queued` and a ResponseJob goes on the
-    # work queue (here the in-process queue stands in for SQS; the worker runs the same JobHandlers).
+    # work queue (here the in-process queue stands in for SQS; the worker runs the same job map).
     settings = make_settings(
         AGENT_LLM_PROVIDER="openai",
         OPENAI_BASE_URL=openai_stub.base_url,

@@ -15,15 +15,11 @@ from tests.support.fixtures import make_settings
 from tests.support.openai_stub import OpenAiStub, StubScript
 
 
-async def _no_sleep(seconds: float) -> None:
-    return None
-
-
 def _app(stub: OpenAiStub, table: DynamoTable, **overrides: Any) -> httpx.AsyncClient:
     settings = make_settings(
         AGENT_LLM_PROVIDER="openai", OPENAI_BASE_URL=stub.base_url, OPENAI_API_KEY="sk-test-secret", **overrides
     )
-    llm = OpenAiLlmClient(settings, sleep=_no_sleep)
+    llm = OpenAiLlmClient(settings)
     context = build_context(settings, table=table, llm=llm, audit=lambda line: None)
     app = build_app(*routes.chat, context=context)
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t", headers={"X-User-Id": "u"})
@@ -67,7 +63,7 @@ async def test_two_parallel_tool_calls_with_split_arguments_through_the_sdk(
 
 
 async def test_429_then_success_answers(openai_stub: OpenAiStub, moto_table: DynamoTable) -> None:
-    openai_stub.enqueue(StubScript.error(429, retry_after=0), StubScript.text("after retry"))
+    openai_stub.enqueue(StubScript.error(429), StubScript.text("after retry"))
     async with _app(openai_stub, moto_table) as client:
         cid = (await client.post("/api/v1/conversations", json={})).json()["conversationId"]
         response = await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "hi"})

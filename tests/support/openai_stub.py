@@ -76,6 +76,7 @@ class StubScript:
     before_chunk: Callable[[int], None] | None = None  # called before chunk n >= 1 (lockstep tests)
     done: bool = True  # end with `data: [DONE]` (False: the body just ends, properly terminated)
     garble_at: int | None = None  # chunk n is sent as broken JSON
+    drop: bool = False  # the connection closes before any response (no status line): a connection error
 
     @classmethod
     def text(
@@ -130,13 +131,20 @@ class StubScript:
         message: str | None = None,
         *,
         retry_after: float | None = None,
+        retry_after_ms: float | None = 1,
         headers: dict[str, str] | None = None,
         body: dict[str, Any] | None = None,
     ) -> StubScript:
-        """An error response with an OpenAI-style JSON error body."""
+        """An error response with an OpenAI-style JSON error body.
+
+        It says when to retry: `Retry-After: <retry_after>` when given, else `retry-after-ms` (1 ms unless
+        None), which the openai SDK waits instead of its backoff (0.5 s and up), so retrying tests stay fast.
+        """
         hdrs = dict(headers or {})
         if retry_after is not None:
             hdrs["Retry-After"] = f"{retry_after:g}"
+        elif retry_after_ms is not None:
+            hdrs["retry-after-ms"] = f"{retry_after_ms:g}"
         err = body or {"error": {"message": message or f"stub error {status}", "type": "stub_error", "code": None}}
         return cls(status=status, error_body=err, headers=hdrs)
 
@@ -161,7 +169,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         body: dict[str, Any] = json.loads(raw or b"{}")
         script = self.server.stub._record(body, dict(self.headers.items()))
-        if script.error_body is not None or script.status >= 400:
+        if script.drop:
+            self.close_connection = True
+        elif script.error_body is not None or script.status >= 400:
             self._send_json(script.status, script.error_body or {}, script.headers)
         elif body.get("stream"):
             self._stream(script, str(body.get("model", "stub-model")))

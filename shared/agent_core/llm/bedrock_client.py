@@ -2,20 +2,22 @@
 
 boto3 blocks, so the call and each read of the event stream run in a worker thread; the event loop keeps
 serving other streams. Nothing here imports openai.
+
+The adapter retries itself (botocore's retries are off): botocore's would cover the call only, not an
+exception event (throttling, model stream error) that arrives in the event stream before the first output.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 from agent_core.config import Settings
 from agent_core.errors import LlmAccessDenied, LlmRejectedTools, LlmRequestInvalid, LlmUnavailable
 from agent_core.llm.base import LlmDelta, LlmRequest
 from agent_core.llm.converse import StreamMapper, converse_request
-from agent_core.llm.retry import SleepFn, backoff_delay
 from agent_core.store.aws_client import boto_client
 
 RETRYABLE_CODES = frozenset(
@@ -35,6 +37,15 @@ CONFIGURATION_CODES = frozenset(
 # configuration error another model of the fallback chain may not have), not a malformed request.
 MODEL_ID_PROBLEMS = ("on-demand throughput", "model identifier", "inference profile")
 _END = object()
+SleepFn = Callable[[float], Awaitable[None]]
+# The openai SDK's backoff, so both providers retry alike: 0.5 s doubling up to 8 s, less up to 25 % jitter.
+BACKOFF_BASE_S = 0.5
+BACKOFF_CAP_S = 8.0
+
+
+def backoff_delay(retry: int, rng: Callable[[], float]) -> float:
+    """The wait before retry number `retry` + 1 (0-based)."""
+    return min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**retry) * (1 - 0.25 * rng())
 
 
 def make_bedrock_client(settings: Settings) -> Any:

@@ -1,11 +1,10 @@
-"""The OpenAI / Azure OpenAI adapter of the LlmClient port: streaming, retries, typed deltas."""
+"""The OpenAI / Azure OpenAI adapter of the LlmClient port: streaming, the SDK's retries, typed deltas."""
 
 from __future__ import annotations
 
 import asyncio
-import random
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from email.utils import parsedate_to_datetime
 from typing import Any, cast
 
@@ -16,7 +15,6 @@ from agent_core.config import Settings
 from agent_core.domain.models import Usage
 from agent_core.errors import LlmRejectedTools, LlmUnavailable
 from agent_core.llm.base import LlmDelta, LlmRequest, ToolCallFragment
-from agent_core.llm.retry import RETRY_AFTER_CAP_S, SleepFn, backoff_delay
 from agent_core.secrets import read_secret
 
 _NO_KEY = "not-set"
@@ -29,23 +27,25 @@ class StreamTruncated(Exception):
 
 
 class OpenAiLlmClient:
-    """Streams Chat Completions from OpenAI or Azure OpenAI with bounded, pre-stream-only retries."""
+    """Streams Chat Completions from OpenAI or Azure OpenAI; the SDK retries, before the response starts only.
 
-    def __init__(
-        self,
-        settings: Settings,
-        client: openai.AsyncOpenAI | None = None,
-        *,
-        sleep: SleepFn = asyncio.sleep,
-        rng: Callable[[], float] = random.random,
-    ) -> None:
+    The SDK's own retries (`max_retries` = AGENT_LLM_MAX_RETRIES): connection errors, timeouts, 408, 409, 429
+    and 5xx, after `retry-after-ms` / `Retry-After` when the server sends one (up to two minutes; a longer
+    one is not retried) or exponential backoff from 0.5 s to 8 s with jitter; `x-should-retry` overrides.
+    A streamed call is retried only until its response starts, so output is never repeated: a stream that
+    breaks later (or ends without a finish reason) is `llm_unavailable`, for the fallback chain to take over.
+    """
+
+    def __init__(self, settings: Settings, client: openai.AsyncOpenAI | None = None) -> None:
         self._settings = settings
-        self._client = client
+        self._client = client.with_options(max_retries=self._max_retries) if client is not None else None
         self._owns_client = client is None
-        self._sleep = sleep
-        self._rng = rng
         self._api_key = ""
         self._lock = asyncio.Lock()
+
+    @property
+    def _max_retries(self) -> int:
+        return max(0, self._settings.llm_max_retries)
 
     async def aclose(self) -> None:
         """Close the underlying SDK client when this adapter created it."""
@@ -56,41 +56,28 @@ class OpenAiLlmClient:
     async def stream(self, request: LlmRequest) -> AsyncIterator[LlmDelta]:
         """Yield one LlmDelta per meaningful upstream chunk; raise LlmUnavailable on failure."""
         client = await self._get_client()
-        max_retries = max(0, self._settings.llm_max_retries)
-        attempt = 0
-        while True:
-            started = finished = False
-            try:
-                upstream = await self._create(client, request)
-                async with upstream:
-                    async for chunk in upstream:
-                        delta = chunk_to_delta(chunk)
-                        if delta is None:
-                            continue
-                        started = True
-                        finished = finished or delta.finish_reason is not None
-                        yield delta
-                if not finished:
-                    # Closed without a finish reason (and without [DONE]): a cut, not an answer.
-                    raise StreamTruncated("the stream ended before the model finished (no finish_reason)")
-                return
-            except openai.OpenAIError as exc:
-                if rejects_tools(exc, request):
-                    raise LlmRejectedTools(self._describe(exc, attempt, started)) from exc
-                wait = retry_after_seconds(exc)
-                if wait is not None and wait > RETRY_AFTER_CAP_S and is_retryable(exc):
-                    # Waiting that long would hold the turn past its deadline: fail now, say when to retry.
-                    raise LlmUnavailable(f"{self._describe(exc, attempt, started)}; retry after {wait:g}s") from exc
-                if started or not is_retryable(exc) or attempt >= max_retries:
-                    raise LlmUnavailable(self._describe(exc, attempt, started)) from exc
-                await self._sleep(self._delay(exc, attempt))
-                attempt += 1
-            except Exception as exc:
-                # Garbled or truncated upstream data (not a documented API error): the provider failed.
-                if started or attempt >= max_retries:
-                    raise LlmUnavailable(self._describe(exc, attempt, started)) from exc
-                await self._sleep(self._delay(exc, attempt))
-                attempt += 1
+        started = finished = False
+        upstream: openai.AsyncStream[ChatCompletionChunk] | None = None
+        try:
+            upstream = await self._create(client, request)
+            async with upstream:
+                async for chunk in upstream:
+                    delta = chunk_to_delta(chunk)
+                    if delta is None:
+                        continue
+                    started = True
+                    finished = finished or delta.finish_reason is not None
+                    yield delta
+            if not finished:
+                # Closed without a finish reason (and without [DONE]): a cut, not an answer.
+                raise StreamTruncated("the stream ended before the model finished (no finish_reason)")
+        except openai.OpenAIError as exc:
+            if rejects_tools(exc, request):
+                raise LlmRejectedTools(self._describe(exc, started)) from exc
+            raise LlmUnavailable(self._describe(exc, started)) from exc
+        except Exception as exc:
+            # Garbled or truncated upstream data (not a documented API error): the provider failed.
+            raise LlmUnavailable(self._describe(exc, started, upstream)) from exc
 
     async def _create(self, client: openai.AsyncOpenAI, request: LlmRequest) -> openai.AsyncStream[ChatCompletionChunk]:
         """Open one streaming Chat Completions call."""
@@ -123,20 +110,20 @@ class OpenAiLlmClient:
         return self._client
 
     def _build_client(self, api_key: str) -> openai.AsyncOpenAI:
-        """Build an AsyncOpenAI (or AsyncAzureOpenAI) client with SDK retries disabled."""
+        """Build an AsyncOpenAI (or AsyncAzureOpenAI) client retrying AGENT_LLM_MAX_RETRIES times."""
         s = self._settings
         if s.effective_llm_provider == "azure":
             return openai.AsyncAzureOpenAI(
                 azure_endpoint=s.openai_base_url,
                 api_version=s.azure_api_version,
                 api_key=api_key,
-                max_retries=0,
+                max_retries=self._max_retries,
                 timeout=s.llm_timeout_s,
             )
         return openai.AsyncOpenAI(
             api_key=api_key,
             base_url=s.openai_base_url or None,
-            max_retries=0,
+            max_retries=self._max_retries,
             timeout=s.llm_timeout_s,
         )
 
@@ -151,17 +138,17 @@ class OpenAiLlmClient:
                 raise LlmUnavailable(f"LLM API key secret could not be read: {type(exc).__name__}") from exc
         return _NO_KEY
 
-    def _delay(self, exc: Exception, attempt: int) -> float:
-        """Retry-After when the server sent one (capped), else capped exponential backoff with jitter."""
-        return backoff_delay(attempt, self._rng, retry_after_seconds(exc))
-
-    def _describe(self, exc: Exception, attempt: int, started: bool) -> str:
+    def _describe(
+        self, exc: Exception, started: bool, upstream: openai.AsyncStream[ChatCompletionChunk] | None = None
+    ) -> str:
         """A readable failure message that never contains the API key."""
         message = f"LLM request failed: {describe_error(exc, self._settings.llm_timeout_s)}"
         if started:
             message += " (stream interrupted after output started)"
-        elif attempt:
-            message += f" after {attempt} {'retry' if attempt == 1 else 'retries'}"
+        elif retries := retries_taken(exc, upstream):
+            message += f" after {retries} {'retry' if retries == 1 else 'retries'}"
+        if (wait := retry_after_seconds(exc)) is not None:
+            message += f"; retry after {wait:g}s"
         return redact(message, self._api_key or self._settings.openai_api_key)
 
 
@@ -183,13 +170,18 @@ def rejects_tools(exc: BaseException, request: LlmRequest) -> bool:
     return "tool" in message or "function" in message
 
 
-def is_retryable(exc: BaseException) -> bool:
-    """429, 5xx, connection errors and timeouts are worth another attempt."""
-    if isinstance(exc, openai.APIConnectionError):
-        return True
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code == 429 or exc.status_code >= 500
-    return False
+def retries_taken(exc: BaseException, upstream: openai.AsyncStream[Any] | None = None) -> int:
+    """How many retries the SDK made before this failure: its `x-stainless-retry-count` request header."""
+    if isinstance(exc, openai.APIError):
+        request = exc.request
+    elif upstream is not None:  # the stream opened, then its data failed
+        request = upstream.response.request
+    else:
+        return 0
+    try:
+        return int(request.headers.get("x-stainless-retry-count", 0))
+    except ValueError:
+        return 0
 
 
 def retry_after_seconds(exc: BaseException) -> float | None:

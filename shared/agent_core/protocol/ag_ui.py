@@ -1,4 +1,4 @@
-"""The AG-UI encoder: native run events -> AG-UI events (the `ag-ui-protocol` package's models and encoder).
+"""The AG-UI encoder: native run events -> AG-UI events (the `ag-ui-protocol` package's models).
 
 RUN_STARTED first; text as TEXT_MESSAGE_START/CONTENT/END; reasoning as REASONING_START, a reasoning
 message (START/CONTENT/END) and REASONING_END; every tool call as TOOL_CALL_START/ARGS/END, with
@@ -12,7 +12,6 @@ import json
 from typing import Any
 
 from ag_ui.core import events as ag
-from ag_ui.encoder import EventEncoder
 
 from agent_core.domain.events import (
     ActionArgs,
@@ -36,12 +35,10 @@ from agent_core.domain.events import (
 )
 from agent_core.runtime.envelope import Envelope
 
-_ENCODER = EventEncoder()
 
-
-def encode_event(event: ag.BaseEvent) -> bytes:
-    """One SSE message `data: <camelCase json>`."""
-    return _ENCODER.encode(event).encode()
+def event_json(event: ag.BaseEvent) -> str:
+    """An event's SSE data: camelCase JSON, unset optional fields left out (as the AG-UI SDK's encoder writes it)."""
+    return event.model_dump_json(by_alias=True)
 
 
 def _content(result: Any) -> str:

@@ -8,7 +8,6 @@ are not shown; tools the client declared become `delta.tool_calls` and the run e
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from agent_core.domain.events import (
@@ -25,13 +24,8 @@ from agent_core.domain.events import (
 from agent_core.runtime.envelope import Envelope
 
 Wire = dict[str, Any]
-DONE = b"data: [DONE]\n\n"
+DONE = "[DONE]"  # the last message's data, unless an error chunk ended the stream
 _FINISH = {"tool_calls": "tool_calls", "deadline": "length"}
-
-
-def encode_chunk(chunk: Wire) -> bytes:
-    """One SSE message `data: <json>` (Chat Completions streams carry no event names)."""
-    return b"data: " + json.dumps(chunk, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
 
 
 def usage_object(native: dict[str, int] | None) -> Wire:

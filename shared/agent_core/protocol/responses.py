@@ -39,12 +39,6 @@ from agent_core.runtime.envelope import Envelope
 Wire = dict[str, Any]
 
 
-def encode_event(event: Wire) -> bytes:
-    """One SSE message: `event: <type>` and `data: <json>`."""
-    data = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
-    return f"event: {event['type']}\ndata: {data}\n\n".encode()
-
-
 @dataclass
 class _Item:
     index: int

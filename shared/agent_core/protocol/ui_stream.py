@@ -34,13 +34,9 @@ from agent_core.runtime.envelope import Envelope
 
 Wire = dict[str, Any]
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
-DONE = b"data: [DONE]\n\n"
+DONE = "[DONE]"  # the last message's data
 _FINISH = {"tool_calls": "tool-calls", "deadline": "length", "stop": "stop"}
 _SERVER = {"providerExecuted": True, "dynamic": True}
-
-
-def encode_part(part: Wire) -> bytes:
-    return b"data: " + json.dumps(part, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
 
 
 def _input(arguments: str) -> Any:

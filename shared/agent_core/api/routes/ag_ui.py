@@ -10,24 +10,20 @@ run's input continues the conversation.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
 from typing import Annotated, Any, cast
 
 from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
 from fastapi import APIRouter, Depends, Path, Request
-from fastapi.responses import StreamingResponse
 from pydantic import ValidationError
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.routes.responses import response_store
-from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
-from agent_core.api.turn_response import TurnStreamingResponse
+from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
-from agent_core.protocol.ag_ui import AgUiEncoder, encode_event
+from agent_core.protocol.ag_ui import AgUiEncoder, event_json
 from agent_core.protocol.responses_input import FunctionToolParam
-from agent_core.protocol.sse import with_pings
 from agent_core.runtime.client_turn import start_client_turn
 from agent_core.runtime.pending import PendingTurn
 
@@ -76,7 +72,7 @@ def _tools(body: RunAgentInput) -> list[FunctionToolParam]:
         raise InvalidRequest(f"invalid frontend tool: {error.errors()[0]['msg']}", param="tools") from error
 
 
-async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx: AppContext, user: str) -> Any:
+async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx: AppContext, user: str) -> EventStream:
     if not body.thread_id or len(body.thread_id) > MAX_THREAD_ID:
         raise InvalidRequest(f"threadId must have 1 to {MAX_THREAD_ID} characters", param="threadId")
     tools = _tools(body)
@@ -94,29 +90,24 @@ async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx
     turn_events = PendingTurn(prepared)
     encoder = AgUiEncoder(body.thread_id, body.run_id, client_tools=frozenset(t.name for t in tools))
 
-    async def stream() -> AsyncIterator[bytes]:
+    async def stream() -> Messages:
         for event in encoder.opening():
-            yield encode_event(event)
+            yield sse_message(event_json(event))
         async with contextlib.aclosing(turn_events.events()) as envelopes:
             async for envelope in envelopes:
                 for event in encoder.feed(envelope):
-                    yield encode_event(event)
-        await ctx.before_response()
+                    yield sse_message(event_json(event))
 
-    return TurnStreamingResponse(with_pings(stream(), PING_INTERVAL_S), turn_events, SSE_HEADERS)
+    return sse_response(ctx, stream(), turn=turn_events)
 
 
 @router.post("/ag-ui", response_class=EventStreamResponse)
-async def ag_ui_default(body: RunAgentInput, request: Request, ctx: Ctx, user: User) -> StreamingResponse:
+async def ag_ui_default(body: RunAgentInput, request: Request, ctx: Ctx, user: User) -> EventStream:
     """Run the default agent for an AG-UI client."""
-    response: StreamingResponse = await _run(body, None, request, ctx, user)
-    return response
+    return await _run(body, None, request, ctx, user)
 
 
 @router.post("/ag-ui/{agent_key}", response_class=EventStreamResponse)
-async def ag_ui_agent(
-    agent_key: AgentKey, body: RunAgentInput, request: Request, ctx: Ctx, user: User
-) -> StreamingResponse:
+async def ag_ui_agent(agent_key: AgentKey, body: RunAgentInput, request: Request, ctx: Ctx, user: User) -> EventStream:
     """Run the agent `agentKey` (404 `agent_not_found` when unknown) for an AG-UI client."""
-    response: StreamingResponse = await _run(body, agent_key, request, ctx, user)
-    return response
+    return await _run(body, agent_key, request, ctx, user)

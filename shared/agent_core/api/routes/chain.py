@@ -7,22 +7,19 @@ its own mode; the request picks how the tool branch runs (`strategy`: prompt, th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends
-from fastapi.responses import StreamingResponse
 from pydantic import Field, StrictInt
 
 from agent_core.api.deps import app_context, current_user
 from agent_core.api.openapi import EventStreamResponse, error_responses
-from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
 from agent_core.api.schemas import Body
+from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
 from agent_core.context import AppContext
 from agent_core.domain.models import Role
 from agent_core.domain.text import utf8_size
 from agent_core.errors import InvalidRequest, PayloadTooLarge
-from agent_core.protocol.sse import encode_sse, with_pings
 from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.ephemeral import ephemeral_deps, seed_chat
 from agent_core.runtime.loop import TurnRunner
@@ -78,7 +75,7 @@ def chain_agent(agent: AgentDefinition, body: ChainIn) -> AgentDefinition:
 @router.post("/stream", response_class=EventStreamResponse, responses=error_responses(400, 404))
 async def chain_stream(
     body: ChainIn, ctx: Annotated[AppContext, Depends(app_context)], user: Annotated[str, Depends(current_user)]
-) -> StreamingResponse:
+) -> EventStream:
     settings = ctx.settings
     if len(body.messages) > settings.max_input_items:
         raise InvalidRequest(
@@ -103,8 +100,8 @@ async def chain_stream(
     assert isinstance(prepared, PreparedTurn)
     runner = TurnRunner(prepared)
 
-    async def stream() -> AsyncIterator[bytes]:
+    async def stream() -> Messages:
         async for envelope in runner.events():
-            yield encode_sse(envelope.wire())
+            yield sse_message(envelope.wire())
 
-    return StreamingResponse(with_pings(stream(), PING_INTERVAL_S), media_type="text/event-stream", headers=SSE_HEADERS)
+    return sse_response(ctx, stream())

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import error_responses, stream_or_json
 from agent_core.api.routes.responses import models_of, response_store
-from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
+from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
 from agent_core.context import AppContext
 from agent_core.errors import NotFound
-from agent_core.protocol.chat_completions import DONE, encode_chunk
+from agent_core.protocol.chat_completions import DONE
 from agent_core.protocol.chat_completions_input import ChatCompletionCreate
-from agent_core.protocol.sse import with_pings
 from agent_core.runtime.chat_completions_run import ChatCompletionRun, start_chat_completion
 
 router = APIRouter(prefix="/v1", tags=["chat completions"], responses=error_responses(400, 401))
@@ -26,16 +24,15 @@ Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
 
 
-def _stream(run: ChatCompletionRun, ctx: AppContext) -> StreamingResponse:
-    async def body() -> AsyncIterator[bytes]:
+def _stream(run: ChatCompletionRun, ctx: AppContext) -> EventStream:
+    async def body() -> Messages:
         async with contextlib.aclosing(run.chunks()) as chunks:
             async for chunk in chunks:
-                yield encode_chunk(chunk)
+                yield sse_message(chunk)
         if run.encoder.error is None:  # an error chunk is the stream's last message (no [DONE] after it)
-            yield DONE
-        await ctx.before_response()
+            yield sse_message(DONE)
 
-    return StreamingResponse(with_pings(body(), PING_INTERVAL_S), media_type="text/event-stream", headers=SSE_HEADERS)
+    return sse_response(ctx, body())
 
 
 @router.post(
@@ -48,7 +45,7 @@ def _stream(run: ChatCompletionRun, ctx: AppContext) -> StreamingResponse:
 )
 async def create_chat_completion(
     body: ChatCompletionCreate, request: Request, ctx: Ctx, user: User
-) -> JSONResponse | StreamingResponse:
+) -> JSONResponse | EventStream:
     """`model` names an agent (GET /v1/models); `messages` are the whole conversation (nothing is stored)."""
     if body.model not in {m["id"] for m in models_of(ctx)}:
         raise NotFound(f"model {body.model!r} not found", param="model", code="model_not_found")

@@ -3,24 +3,22 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import error_responses, stream_or_json
-from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
 from agent_core.api.schemas import PathId
-from agent_core.api.turn_response import TurnStreamingResponse
+from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
 from agent_core.context import AppContext
 from agent_core.domain.jobs import ResponseJob
 from agent_core.errors import InvalidRequest, NotFound
-from agent_core.protocol.responses import encode_event, replay_events
+from agent_core.protocol.responses import replay_events
 from agent_core.protocol.responses_input import ResponseCreate
 from agent_core.protocol.responses_items import list_page
-from agent_core.protocol.sse import with_pings
 from agent_core.runtime.blocking import run_failure
 from agent_core.runtime.pending import HeldTurn
 from agent_core.runtime.responses_exec import BackgroundResponses, queue_response, start_response
@@ -62,18 +60,15 @@ async def _owned(ctx: AppContext, response_id: str, user: str) -> ResponseRecord
     return record
 
 
-def _sse(
-    events: AsyncGenerator[dict[str, Any], None], ctx: AppContext, turn: HeldTurn | None = None
-) -> StreamingResponse:
-    async def body() -> AsyncIterator[bytes]:
+def _sse(events: AsyncGenerator[dict[str, Any], None], ctx: AppContext, turn: HeldTurn | None = None) -> EventStream:
+    """Each event as `event: <type>` and `data: <json>`; `turn` when it holds its chat's lease."""
+
+    async def body() -> Messages:
         async with contextlib.aclosing(events) as source:
             async for event in source:
-                yield encode_event(event)
-        await ctx.before_response()
+                yield sse_message(event, event=event["type"])
 
-    if turn is not None:  # a turn holding its chat's lease: released if the client leaves before it starts
-        return TurnStreamingResponse(with_pings(body(), PING_INTERVAL_S), turn, SSE_HEADERS)
-    return StreamingResponse(with_pings(body(), PING_INTERVAL_S), media_type="text/event-stream", headers=SSE_HEADERS)
+    return sse_response(ctx, body(), turn=turn)
 
 
 async def _listed(events: list[dict[str, Any]]) -> AsyncGenerator[dict[str, Any], None]:
@@ -91,7 +86,7 @@ async def _listed(events: list[dict[str, Any]]) -> AsyncGenerator[dict[str, Any]
 )
 async def create_response(
     body: ResponseCreate, request: Request, ctx: Ctx, user: User, runs: Runs
-) -> JSONResponse | StreamingResponse:
+) -> JSONResponse | EventStream:
     responses = response_store(ctx)
     # Everything that answers with an HTTP status happens before a stream starts or a task is queued.
     plan = await plan_response(
@@ -140,7 +135,7 @@ async def retrieve_response(
     runs: Runs,
     stream: bool = False,
     starting_after: Annotated[int | None, Query(ge=-1)] = None,
-) -> JSONResponse | StreamingResponse:
+) -> JSONResponse | EventStream:
     record = await _owned(ctx, response_id, user)
     if not stream:
         return JSONResponse(record.body())

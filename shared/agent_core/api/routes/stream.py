@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Request
-from fastapi.responses import StreamingResponse
 from pydantic import Field
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now, request_timezone
 from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.routes.history import load_snapshot
 from agent_core.api.schemas import Body
-from agent_core.api.turn_response import TurnStreamingResponse
+from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
 from agent_core.context import AppContext
 from agent_core.domain.models import TurnResult
 from agent_core.errors import NotFound
-from agent_core.protocol.sse import encode_sse, with_pings
 from agent_core.runtime.pending import PendingTurn
 from agent_core.runtime.turn import TurnRequest, prepare_turn
 
@@ -27,8 +24,6 @@ router = APIRouter(prefix="/api/ap", tags=["stream"], responses=error_responses(
 
 Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
-PING_INTERVAL_S = 15.0
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", "Connection": "keep-alive"}
 
 
 class QueryIn(Body):
@@ -43,18 +38,18 @@ class CancelIn(Body):
     run_id: str = Field(min_length=1, max_length=64)
 
 
-def _replayed(ctx: AppContext, result: TurnResult) -> AsyncIterator[bytes]:
+def _replayed(ctx: AppContext, result: TurnResult) -> Messages:
     """A retried request that already completed: its run again, from the stored replay snapshot."""
 
-    async def events() -> AsyncIterator[bytes]:
+    async def events() -> Messages:
         run = None
         if result.chat_id and result.run_id:
             run = await ctx.deps.store.get_run(result.chat_id, result.run_id)
         snapshot = await load_snapshot(ctx, run) if run is not None else []
         for entry in snapshot:
-            yield encode_sse(entry)
+            yield sse_message(entry)
         if not snapshot:
-            yield encode_sse(
+            yield sse_message(
                 {"type": "run.complete", "requestId": result.request_id, "finishReason": result.finish_reason}
             )
 
@@ -68,7 +63,7 @@ async def query(
     ctx: Ctx,
     user: User,
     x_request_id: Annotated[str | None, Header(max_length=128)] = None,
-) -> StreamingResponse:
+) -> EventStream:
     turn = TurnRequest(
         user_id=user,
         chat_id=body.chat_id,
@@ -82,16 +77,15 @@ async def query(
     # Everything that answers with an HTTP status (404, 409, 422, 413) happens before the stream starts.
     prepared = await prepare_turn(ctx.deps, turn)
     if isinstance(prepared, TurnResult):
-        return StreamingResponse(_replayed(ctx, prepared), media_type="text/event-stream", headers=SSE_HEADERS)
+        return sse_response(ctx, _replayed(ctx, prepared))
     turn_events = PendingTurn(prepared)
 
-    async def stream() -> AsyncIterator[bytes]:
+    async def stream() -> Messages:
         async with contextlib.aclosing(turn_events.events()) as envelopes:
             async for envelope in envelopes:
-                yield encode_sse(envelope.wire())
-        await ctx.before_response()
+                yield sse_message(envelope.wire())
 
-    return TurnStreamingResponse(with_pings(stream(), PING_INTERVAL_S), turn_events, SSE_HEADERS)
+    return sse_response(ctx, stream(), turn=turn_events)
 
 
 @router.post("/cancel", responses=error_responses(404))

@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal, cast
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.routes.responses import response_store
-from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
-from agent_core.api.turn_response import TurnStreamingResponse
+from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
-from agent_core.protocol.sse import with_pings
-from agent_core.protocol.ui_stream import DONE, HEADERS, UiStreamEncoder, encode_part
+from agent_core.protocol.ui_stream import DONE, HEADERS, UiStreamEncoder
 from agent_core.runtime.client_turn import start_client_turn
 from agent_core.runtime.pending import PendingTurn
 
@@ -60,7 +56,7 @@ def _user_text(body: UiStreamIn) -> str:
 
 
 @router.post("/ui-stream", response_class=EventStreamResponse)
-async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) -> StreamingResponse:
+async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) -> EventStream:
     """One assistant message as UI message chunks; the chat `id` is a chat of the caller (created on first use)."""
     prepared = await start_client_turn(
         ctx.deps,
@@ -74,15 +70,13 @@ async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) ->
     turn_events = PendingTurn(prepared)
     encoder = UiStreamEncoder(f"msg_{prepared.run.run_id}")
 
-    async def stream() -> AsyncIterator[bytes]:
+    async def stream() -> Messages:
         for part in encoder.opening():
-            yield encode_part(part)
+            yield sse_message(part)
         async with contextlib.aclosing(turn_events.events()) as envelopes:
             async for envelope in envelopes:
                 for part in encoder.feed(envelope):
-                    yield encode_part(part)
-        yield DONE
-        await ctx.before_response()
+                    yield sse_message(part)
+        yield sse_message(DONE)
 
-    headers = {**SSE_HEADERS, **HEADERS}
-    return TurnStreamingResponse(with_pings(stream(), PING_INTERVAL_S), turn_events, headers)
+    return sse_response(ctx, stream(), turn=turn_events, headers=HEADERS)

@@ -1,0 +1,107 @@
+"""Every streaming route's response: sse-starlette's `EventSourceResponse`, built by `sse_response` alone.
+
+The library frames each message (`event:` when named, then `data:`), sends a `: ping` comment after
+`PING_INTERVAL_S` without a message (from a task of its own, so nothing waits behind it), sends each message
+as soon as the route yields it, cancels the body when the client disconnects, and ends the response as a
+disconnect when the client takes nothing for `SEND_TIMEOUT_S` (a stalled reader). A route answers
+everything that has an HTTP status (400, 404, 409, 413, 422...) before it calls `sse_response`; once the
+stream has started a failure is its terminal event, written by the protocol's encoder like any other.
+
+Nothing runs after a Lambda response ends, so there the jobs a run queued are awaited before the last byte.
+A turn holding its chat's lease (see runtime/pending.py) is settled however the response ends (the client
+left before the first byte, the body closed before its first iteration, sending failed, or the whole run
+streamed): released if its events never started, else its end stored. Nothing is left to the lease's expiry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from typing import Any
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.requests import ClientDisconnect
+from starlette.types import Receive, Scope, Send
+
+from agent_core.context import AppContext
+from agent_core.runtime.pending import HeldTurn
+
+PING_INTERVAL_S = 15.0
+# A client that takes no byte of a message (or ping) for this long has stalled: the response ends as if it
+# had disconnected, so the run it drives does not sit at a yield holding its chat's lease.
+SEND_TIMEOUT_S = 60.0
+LINE_END = "\n"
+PING = ServerSentEvent(comment="ping", sep=LINE_END)  # `: ping\n\n`; clients skip comment lines
+Messages = AsyncGenerator[ServerSentEvent, None]  # what a route streams
+
+
+def sse_message(data: Mapping[str, Any] | str, event: str | None = None) -> ServerSentEvent:
+    """One message: `event: <event>` when named, then `data: <data>` (a mapping as compact JSON, UTF-8)."""
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return ServerSentEvent(text, event=event, sep=LINE_END)
+
+
+class EventStream(EventSourceResponse):
+    """The library's response, plus: its body closed and its turn (if any) settled however it ends."""
+
+    def __init__(
+        self,
+        messages: AsyncIterator[ServerSentEvent],
+        *,
+        headers: Mapping[str, str] | None = None,
+        turn: HeldTurn | None = None,
+        ping_s: float = PING_INTERVAL_S,
+        send_timeout_s: float = SEND_TIMEOUT_S,
+    ) -> None:
+        super().__init__(
+            messages,
+            headers=headers,
+            ping=ping_s,
+            sep=LINE_END,
+            ping_message_factory=lambda: PING,
+            send_timeout=send_timeout_s,
+        )
+        self.turn = turn
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except OSError as error:
+            # Sending failed because the client has gone (ASGI 2.4 servers such as uvicorn raise OSError) or
+            # stalled (the library's SendTimeoutError is a TimeoutError): reported as Starlette's own
+            # streaming response reports a client gone.
+            raise ClientDisconnect() from error
+        finally:
+            # Shielded: a cancelled request does not interrupt the release.
+            await asyncio.shield(self._settle())
+
+    async def _settle(self) -> None:
+        # A body left at a yield (sending failed) is closed now, which ends a run it drives.
+        close = getattr(self.body_iterator, "aclose", None)
+        if close is not None:
+            await close()
+        if self.turn is not None:
+            await self.turn.settle()
+
+
+async def _then_drained(ctx: AppContext, messages: Messages) -> AsyncIterator[ServerSentEvent]:
+    # One step for the library's disconnect listener before the run starts: a client already gone is
+    # seen now, and the body is cancelled before its first event instead of at the run's first wait.
+    await asyncio.sleep(0)
+    async with contextlib.aclosing(messages) as source:
+        async for message in source:
+            yield message
+    await ctx.before_response()
+
+
+def sse_response(
+    ctx: AppContext,
+    messages: Messages,
+    *,
+    turn: HeldTurn | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> EventStream:
+    """The response streaming `messages` (see the module's docstring); `turn` when it holds a chat's lease."""
+    return EventStream(_then_drained(ctx, messages), headers=headers, turn=turn)
