@@ -19,9 +19,9 @@ from typing import Any
 from agent_core.context import build_context
 from agent_core.domain.models import Usage
 from agent_core.llm.base import LlmDelta, LlmRequest
-from agent_core.protocol.responses import ResponsesEncoder, encode_event
-from agent_core.protocol.responses_aggregate import response_object
-from agent_core.protocol.responses_input import ResponseCreate
+from agent_core.openai_api.aggregate import response_object
+from agent_core.openai_api.encoder import ResponsesEncoder, encode_event
+from agent_core.openai_api.request import ResponseCreate
 from agent_core.protocol.sse import encode_sse
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import TurnRunner

@@ -11,9 +11,9 @@ import asyncio
 import time
 from typing import Any
 
+from agent_core.openai_api.chat_completions_encoder import ChatCompletionsEncoder, encode_chunk
 from agent_core.protocol.ag_ui import AgUiEncoder
 from agent_core.protocol.ag_ui import encode_event as encode_ag_ui
-from agent_core.protocol.chat_completions import ChatCompletionsEncoder, encode_chunk
 from agent_core.protocol.ui_stream import UiStreamEncoder, encode_part
 from agent_core.runtime.envelope import Envelope
 from bench.common import quiet_observability

@@ -104,8 +104,8 @@ def _response_jobs(deps: RunDeps, table: Table, blobs: BlobStore | None) -> Call
     """The worker's handler for background /v1/responses runs."""
 
     async def run(job: ResponseJob) -> None:
-        from agent_core.runtime.responses_exec import run_queued
-        from agent_core.store.responses import ResponseStore
+        from agent_core.openai_api.execution import run_queued
+        from agent_core.openai_api.store import ResponseStore
 
         await run_queued(deps, ResponseStore(table, blobs), job.response_id)
 

@@ -20,15 +20,15 @@ from pydantic import ValidationError
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import EventStreamResponse, error_responses
-from agent_core.api.routes.responses import response_store
 from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
 from agent_core.api.turn_response import TurnStreamingResponse
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
+from agent_core.openai_api.client_turn import start_client_turn
+from agent_core.openai_api.request import FunctionToolParam
+from agent_core.openai_api.routes.responses import response_store
 from agent_core.protocol.ag_ui import AgUiEncoder, encode_event
-from agent_core.protocol.responses_input import FunctionToolParam
 from agent_core.protocol.sse import with_pings
-from agent_core.runtime.client_turn import start_client_turn
 from agent_core.runtime.pending import PendingTurn
 
 router = APIRouter(prefix="/api", tags=["ag-ui"], responses=error_responses(400, 401, 404, 409, 413, 422))

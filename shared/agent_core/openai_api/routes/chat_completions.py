@@ -11,14 +11,14 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import error_responses, stream_or_json
-from agent_core.api.routes.responses import models_of, response_store
 from agent_core.api.routes.stream import PING_INTERVAL_S, SSE_HEADERS
 from agent_core.context import AppContext
 from agent_core.errors import NotFound
-from agent_core.protocol.chat_completions import DONE, encode_chunk
-from agent_core.protocol.chat_completions_input import ChatCompletionCreate
+from agent_core.openai_api.chat_completions_encoder import DONE, encode_chunk
+from agent_core.openai_api.chat_completions_execution import ChatCompletionRun, start_chat_completion
+from agent_core.openai_api.chat_completions_request import ChatCompletionCreate
+from agent_core.openai_api.routes.responses import models_of, response_store
 from agent_core.protocol.sse import with_pings
-from agent_core.runtime.chat_completions_run import ChatCompletionRun, start_chat_completion
 
 router = APIRouter(prefix="/v1", tags=["chat completions"], responses=error_responses(400, 401))
 

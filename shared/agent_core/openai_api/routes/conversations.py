@@ -9,16 +9,16 @@ from pydantic import Field
 
 from agent_core.api.deps import app_context, current_user
 from agent_core.api.openapi import error_responses
-from agent_core.api.routes.responses import response_store
 from agent_core.api.schemas import PathId
 from agent_core.context import AppContext
 from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.models import Chat, Message, Role
 from agent_core.errors import NotFound
-from agent_core.protocol.responses_input import Metadata, ParsedInput, WireModel, parse_input
-from agent_core.protocol.responses_items import conversation_items, list_page
+from agent_core.openai_api.items import conversation_items, list_page
+from agent_core.openai_api.plan import to_message
+from agent_core.openai_api.request import Metadata, ParsedInput, WireModel, parse_input
+from agent_core.openai_api.routes.responses import response_store
 from agent_core.runtime.chat_deletion import delete_chat_completely
-from agent_core.runtime.responses_run import to_message
 from agent_core.runtime.turn import chat_name
 
 router = APIRouter(prefix="/v1/conversations", tags=["openai-conversations"], responses=error_responses(400, 401))

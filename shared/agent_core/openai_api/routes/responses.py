@@ -17,15 +17,15 @@ from agent_core.api.turn_response import TurnStreamingResponse
 from agent_core.context import AppContext
 from agent_core.domain.jobs import ResponseJob
 from agent_core.errors import InvalidRequest, NotFound
-from agent_core.protocol.responses import encode_event, replay_events
-from agent_core.protocol.responses_input import ResponseCreate
-from agent_core.protocol.responses_items import list_page
+from agent_core.openai_api.encoder import encode_event, replay_events
+from agent_core.openai_api.execution import BackgroundResponses, queue_response, start_response
+from agent_core.openai_api.items import list_page
+from agent_core.openai_api.plan import plan_response
+from agent_core.openai_api.request import ResponseCreate
+from agent_core.openai_api.store import ACTIVE, ResponseRecord, ResponseStore
 from agent_core.protocol.sse import with_pings
 from agent_core.runtime.blocking import run_failure
 from agent_core.runtime.pending import HeldTurn
-from agent_core.runtime.responses_exec import BackgroundResponses, queue_response, start_response
-from agent_core.runtime.responses_run import plan_response
-from agent_core.store.responses import ACTIVE, ResponseRecord, ResponseStore
 
 router = APIRouter(prefix="/v1", tags=["responses"], responses=error_responses(400, 401))
 

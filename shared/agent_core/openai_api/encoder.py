@@ -32,8 +32,8 @@ from agent_core.domain.events import (
     ToolResult,
     ToolStart,
 )
-from agent_core.protocol.responses_aggregate import ResponseAggregator, usage_object
-from agent_core.protocol.responses_items import mcp_names
+from agent_core.openai_api.aggregate import ResponseAggregator, usage_object
+from agent_core.openai_api.items import mcp_names
 from agent_core.runtime.envelope import Envelope
 
 Wire = dict[str, Any]
