@@ -10,6 +10,7 @@ from agent_core.domain.jobs import ResponseJob, WorkQueue
 from agent_core.jobs.handlers import JobHandlers
 from agent_core.jobs.inprocess import InProcessWorkQueue, JobJournal
 from agent_core.llm.base import LlmClient
+from agent_core.openai_api.store import ResponseStore
 from agent_core.runtime.agents import catalog
 from agent_core.runtime.deps import RunDeps
 from agent_core.store.aws_client import boto_client
@@ -34,8 +35,7 @@ class AppContext:
     settings: Settings
     deps: RunDeps
     queue: InProcessWorkQueue
-    table: Table
-    blobs: BlobStore | None
+    responses: ResponseStore  # stored /v1/responses and OpenAI conversation metadata
 
 
 def build_table(settings: Settings) -> Table:
@@ -100,14 +100,13 @@ def provider_llm(settings: Settings, provider: str) -> LlmClient:
     return OpenAiLlmClient(settings)
 
 
-def _response_jobs(deps: RunDeps, table: Table, blobs: BlobStore | None) -> Callable[[ResponseJob], Awaitable[None]]:
-    """The worker's handler for background /v1/responses runs."""
+def _response_jobs(deps: RunDeps, responses: ResponseStore) -> Callable[[ResponseJob], Awaitable[None]]:
+    """The worker's handler for background /v1/responses runs (the runtime never imports the OpenAI API)."""
 
     async def run(job: ResponseJob) -> None:
         from agent_core.openai_api.execution import run_queued
-        from agent_core.openai_api.store import ResponseStore
 
-        await run_queued(deps, ResponseStore(table, blobs), job.response_id)
+        await run_queued(deps, responses, job.response_id)
 
     return run
 
@@ -152,5 +151,6 @@ def build_context(
         mcp=McpCatalog(settings, env=settings.environment()),
     )
     handlers.append(JobHandlers(deps))
-    deps.response_jobs = _response_jobs(deps, table, blobs)
-    return AppContext(settings=settings, deps=deps, queue=queue, table=table, blobs=blobs)
+    responses = ResponseStore(table, blobs)
+    deps.response_jobs = _response_jobs(deps, responses)
+    return AppContext(settings=settings, deps=deps, queue=queue, responses=responses)

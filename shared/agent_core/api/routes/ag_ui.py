@@ -26,7 +26,6 @@ from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
 from agent_core.openai_api.client_turn import start_client_turn
 from agent_core.openai_api.request import FunctionToolParam
-from agent_core.openai_api.routes.responses import response_store
 from agent_core.protocol.ag_ui import AgUiEncoder, encode_event
 from agent_core.protocol.sse import with_pings
 from agent_core.runtime.pending import PendingTurn
@@ -82,7 +81,7 @@ async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx
     tools = _tools(body)
     prepared = await start_client_turn(
         ctx.deps,
-        response_store(ctx),
+        ctx.responses,
         user,
         client_id=body.thread_id,
         input_items=_new_input(body),

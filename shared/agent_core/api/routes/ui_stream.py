@@ -17,7 +17,6 @@ from agent_core.api.turn_response import TurnStreamingResponse
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
 from agent_core.openai_api.client_turn import start_client_turn
-from agent_core.openai_api.routes.responses import response_store
 from agent_core.protocol.sse import with_pings
 from agent_core.protocol.ui_stream import DONE, HEADERS, UiStreamEncoder, encode_part
 from agent_core.runtime.pending import PendingTurn
@@ -64,7 +63,7 @@ async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) ->
     """One assistant message as UI message chunks; the chat `id` is a chat of the caller (created on first use)."""
     prepared = await start_client_turn(
         ctx.deps,
-        response_store(ctx),
+        ctx.responses,
         user,
         client_id=body.id,
         input_items=[{"type": "message", "role": "user", "content": _user_text(body)}],

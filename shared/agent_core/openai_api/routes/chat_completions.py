@@ -17,7 +17,7 @@ from agent_core.errors import NotFound
 from agent_core.openai_api.chat_completions_encoder import DONE, encode_chunk
 from agent_core.openai_api.chat_completions_execution import ChatCompletionRun, start_chat_completion
 from agent_core.openai_api.chat_completions_request import ChatCompletionCreate
-from agent_core.openai_api.routes.responses import models_of, response_store
+from agent_core.openai_api.routes.responses import models_of
 from agent_core.protocol.sse import with_pings
 
 router = APIRouter(prefix="/v1", tags=["chat completions"], responses=error_responses(400, 401))
@@ -55,7 +55,7 @@ async def create_chat_completion(
         raise NotFound(f"model {body.model!r} not found", param="model", code="model_not_found")
     run = await start_chat_completion(
         ctx.deps,
-        response_store(ctx),
+        ctx.responses,
         body,
         user,
         now=request_now(request),

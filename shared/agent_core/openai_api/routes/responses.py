@@ -22,7 +22,7 @@ from agent_core.openai_api.execution import BackgroundResponses, queue_response,
 from agent_core.openai_api.items import list_page
 from agent_core.openai_api.plan import plan_response
 from agent_core.openai_api.request import ResponseCreate
-from agent_core.openai_api.store import ACTIVE, ResponseRecord, ResponseStore
+from agent_core.openai_api.store import ACTIVE, ResponseRecord
 from agent_core.protocol.sse import with_pings
 from agent_core.runtime.blocking import run_failure
 from agent_core.runtime.pending import HeldTurn
@@ -33,10 +33,6 @@ Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
 CANCEL_WAIT_S = 10.0
 OWNER = "agent-core"
-
-
-def response_store(ctx: AppContext) -> ResponseStore:
-    return ResponseStore(ctx.table, ctx.blobs)
 
 
 def background_runs(request: Request) -> BackgroundResponses:
@@ -56,7 +52,7 @@ def _not_found(response_id: str) -> NotFound:
 
 
 async def _owned(ctx: AppContext, response_id: str, user: str) -> ResponseRecord:
-    record = await response_store(ctx).get(response_id, user)
+    record = await ctx.responses.get(response_id, user)
     if record is None:
         raise _not_found(response_id)
     return record
@@ -93,7 +89,7 @@ async def _listed(events: list[dict[str, Any]]) -> AsyncGenerator[dict[str, Any]
 async def create_response(
     body: ResponseCreate, request: Request, ctx: Ctx, user: User, runs: Runs
 ) -> JSONResponse | StreamingResponse:
-    responses = response_store(ctx)
+    responses = ctx.responses
     # Everything that answers with an HTTP status happens before a stream starts or a task is queued.
     plan = await plan_response(
         ctx.deps, responses, body, user, now=request_now(request), public_base_url=link_base(request)
@@ -158,7 +154,7 @@ async def delete_response(response_id: PathId, ctx: Ctx, user: User) -> dict[str
     record = await _owned(ctx, response_id, user)
     if record.status in ACTIVE:
         await _stop(ctx, record)
-    await response_store(ctx).delete(response_id, user)
+    await ctx.responses.delete(response_id, user)
     return {"id": response_id, "object": "response.deleted", "deleted": True}
 
 
@@ -172,7 +168,7 @@ async def _stop(ctx: AppContext, record: ResponseRecord) -> None:
 @router.post("/responses/{response_id}/cancel", responses=error_responses(404))
 async def cancel_response(response_id: PathId, ctx: Ctx, user: User, runs: Runs) -> dict[str, Any]:
     """Cancel a background response; it keeps what it produced so far and ends `cancelled`."""
-    responses = response_store(ctx)
+    responses = ctx.responses
     record = await _owned(ctx, response_id, user)
     if not record.background:
         raise InvalidRequest("only background responses can be cancelled", param="response_id")
