@@ -20,9 +20,9 @@ from agent_core.api.sse import sse_message
 from agent_core.context import build_context
 from agent_core.domain.models import Usage
 from agent_core.llm.base import LlmDelta, LlmRequest
-from agent_core.protocol.responses import ResponsesEncoder
-from agent_core.protocol.responses_aggregate import response_object
-from agent_core.protocol.responses_input import ResponseCreate
+from agent_core.openai_api.aggregate import response_object
+from agent_core.openai_api.encoder import ResponsesEncoder
+from agent_core.openai_api.request import ResponseCreate
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn

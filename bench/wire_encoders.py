@@ -12,8 +12,8 @@ import time
 from typing import Any
 
 from agent_core.api.sse import sse_message
+from agent_core.openai_api.chat_completions_encoder import ChatCompletionsEncoder
 from agent_core.protocol.ag_ui import AgUiEncoder, event_json
-from agent_core.protocol.chat_completions import ChatCompletionsEncoder
 from agent_core.protocol.ui_stream import UiStreamEncoder
 from agent_core.runtime.envelope import Envelope
 from bench.common import quiet_observability

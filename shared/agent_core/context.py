@@ -22,6 +22,7 @@ from agent_core.jobs.handlers import (
 from agent_core.jobs.inprocess import InProcessWorkQueue, JobJournal
 from agent_core.jobs.report import JobReport
 from agent_core.llm.base import LlmClient
+from agent_core.openai_api.store import ResponseStore
 from agent_core.runtime.agents import catalog
 from agent_core.store.aws_client import boto_client
 from agent_core.store.base import Store
@@ -47,8 +48,7 @@ class AppContext:
     background: InProcessWorkQueue  # jobs as tasks of this process: `deps.work_queue` unless SQS takes them
     jobs: JobRunner  # the one {job type: handler} map, bound to `deps`: run by `background` and the SQS worker
     schedules: Mapping[ScheduledJob, ScheduledPass]
-    table: Table
-    blobs: BlobStore | None
+    responses: ResponseStore  # stored /v1/responses and OpenAI conversation metadata
 
     async def before_response(self) -> None:
         """Where a route's response is about to end: in Lambda, where nothing runs after a response, wait for the
@@ -126,14 +126,14 @@ def provider_llm(settings: Settings, provider: str) -> LlmClient:
     return OpenAiLlmClient(settings)
 
 
-def _background_responses(table: Table, blobs: BlobStore | None) -> Handler:
-    """The handler of background /v1/responses runs (imported on first use: functions that never run one skip it)."""
+def _background_responses(responses: ResponseStore) -> Handler:
+    """The handler of background /v1/responses runs (imported on first use: functions that never run one skip it;
+    the runtime never imports the OpenAI API)."""
 
     async def run(deps: RunDeps, job: ResponseJob) -> None:
-        from agent_core.runtime.responses_exec import run_queued
-        from agent_core.store.responses import ResponseStore
+        from agent_core.openai_api.execution import run_queued
 
-        await run_queued(deps, ResponseStore(table, blobs), job.response_id)
+        await run_queued(deps, responses, job.response_id)
 
     return run
 
@@ -161,8 +161,9 @@ def build_context(
     store: Store = TableStore(table, blobs)
     registry = build_registry(settings)
     llm = llm if llm is not None else build_llm(settings, registry)
+    responses = ResponseStore(table, blobs)
     if job_handlers is None:
-        job_handlers = {**JOB_HANDLERS, ResponseJob: _background_responses(table, blobs)}
+        job_handlers = {**JOB_HANDLERS, ResponseJob: _background_responses(responses)}
     background = InProcessWorkQueue(journal)
     work_queue: WorkQueue = background
     if settings.in_lambda and settings.work_queue_url:
@@ -188,6 +189,5 @@ def build_context(
         background=background,
         jobs=jobs,
         schedules=SCHEDULED_PASSES if schedules is None else schedules,
-        table=table,
-        blobs=blobs,
+        responses=responses,
     )

@@ -11,6 +11,7 @@ from openai.types.chat import ChatCompletionChunk
 from tests.support.deployed.stack import DeployedStack
 from tests.support.lambda_events import http_v2_event, rest_v1_event
 from tests.support.openai_stub import StubScript
+from tests.support.openai_wire import validate_stream_event
 
 DAVE = {"x-user-id": "dave"}
 
@@ -86,6 +87,7 @@ def test_v1_responses_streams_the_event_grammar(stack: DeployedStack) -> None:
     assert types[:2] == ["response.created", "response.in_progress"] and types[-1] == "response.completed", types
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
     assert events[-1]["response"]["output"][0]["content"][0]["text"] == "One two."
+    assert [(t, validate_stream_event(e)) for t, e in zip(types, events, strict=True)] == [(t, []) for t in types]
 
 
 def test_v1_chat_completions_streams_chunks_then_done(stack: DeployedStack) -> None:

@@ -24,9 +24,18 @@ TURNS = 12  # enough items for several BatchWriteItem requests of 25
 
 
 @pytest.fixture
-def context(moto_table: DynamoTable) -> AppContext:
-    blobs = s3_blob_store(make_settings())
-    return build_context(make_settings(), table=moto_table, blobs=blobs, audit=lambda line: None)
+def blobs() -> S3BlobStore:
+    return s3_blob_store(make_settings())
+
+
+@pytest.fixture
+def table(moto_table: DynamoTable) -> DynamoTable:
+    return moto_table
+
+
+@pytest.fixture
+def context(table: DynamoTable, blobs: S3BlobStore) -> AppContext:
+    return build_context(make_settings(), table=table, blobs=blobs, audit=lambda line: None)
 
 
 @pytest.fixture
@@ -52,7 +61,7 @@ def _objects(blobs: S3BlobStore) -> list[str]:
     return [o["Key"] for o in listed.get("Contents", [])]
 
 
-async def _busy_chat(client: httpx.AsyncClient, context: AppContext) -> tuple[str, list[str]]:
+async def _busy_chat(client: httpx.AsyncClient, table: DynamoTable, blobs: S3BlobStore) -> tuple[str, list[str]]:
     """A chat with turns, a data file and spilled replay snapshots; returns (chat id, run ids)."""
     cid = (await client.post("/api/v1/conversations", json={})).json()["conversationId"]
     runs: list[str] = []
@@ -60,12 +69,11 @@ async def _busy_chat(client: httpx.AsyncClient, context: AppContext) -> tuple[st
         message = "save it as notes.txt: hello" if turn == 0 else f"message {turn}"
         answered = await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": message})
         assert answered.status_code == 200, answered.text
-    for item in _items(context.table):  # type: ignore[arg-type]
+    for item in _items(table):
         if item["pk"]["S"] == f"CHAT#{cid}" and item["sk"]["S"].startswith("RUN#"):
             runs.append(item["sk"]["S"].removeprefix("RUN#"))
-    assert context.blobs is not None
     for run_id in runs:  # as earlier versions spilled a long answer's snapshot
-        await context.blobs.put(f"{snapshot_prefix(cid)}{run_id}.json", b"[]", "application/json")
+        await blobs.put(f"{snapshot_prefix(cid)}{run_id}.json", b"[]", "application/json")
     return cid, runs
 
 
@@ -77,12 +85,12 @@ def _owned(table: DynamoTable, blobs: S3BlobStore, cid: str, runs: list[str]) ->
     return items, objects
 
 
-async def test_deletion_removes_everything_the_chat_owns(client: httpx.AsyncClient, context: AppContext) -> None:
+async def test_deletion_removes_everything_the_chat_owns(
+    client: httpx.AsyncClient, table: DynamoTable, blobs: S3BlobStore
+) -> None:
     # Given a chat with messages, runs (each with its own partition), a data file and spilled snapshots
-    cid, runs = await _busy_chat(client, context)
-    other, _ = await _busy_chat(client, context)
-    table, blobs = context.table, context.blobs
-    assert isinstance(table, DynamoTable) and isinstance(blobs, S3BlobStore)
+    cid, runs = await _busy_chat(client, table, blobs)
+    other, _ = await _busy_chat(client, table, blobs)
     items, objects = _owned(table, blobs, cid, runs)
     assert len(runs) == TURNS and len(items) > 50
     assert any(k.startswith("data/") for k in objects) and sum(k.startswith("snapshots/") for k in objects) == TURNS
@@ -109,11 +117,14 @@ async def test_deletion_removes_everything_the_chat_owns(client: httpx.AsyncClie
     ],
 )
 async def test_a_retry_after_a_storage_fault_finishes_the_deletion(
-    client: httpx.AsyncClient, context: AppContext, service: str, operation: str, failing: tuple[int, ...]
+    client: httpx.AsyncClient,
+    table: DynamoTable,
+    blobs: S3BlobStore,
+    service: str,
+    operation: str,
+    failing: tuple[int, ...],
 ) -> None:
-    cid, runs = await _busy_chat(client, context)
-    table, blobs = context.table, context.blobs
-    assert isinstance(table, DynamoTable) and isinstance(blobs, S3BlobStore)
+    cid, runs = await _busy_chat(client, table, blobs)
     boto = blobs.client if service == "s3" else table.client
     # When a storage call fails part-way through the deletion
     with failing_call(boto, service, operation, *failing) as fault:
@@ -130,10 +141,10 @@ async def test_a_retry_after_a_storage_fault_finishes_the_deletion(
     assert (await client.delete(f"/api/v1/conversations/{cid}")).status_code == 404
 
 
-async def test_openai_conversation_deletion_is_complete_too(client: httpx.AsyncClient, context: AppContext) -> None:
-    cid, runs = await _busy_chat(client, context)
-    table, blobs = context.table, context.blobs
-    assert isinstance(table, DynamoTable) and isinstance(blobs, S3BlobStore)
+async def test_openai_conversation_deletion_is_complete_too(
+    client: httpx.AsyncClient, table: DynamoTable, blobs: S3BlobStore
+) -> None:
+    cid, runs = await _busy_chat(client, table, blobs)
     deleted = await client.delete(f"/v1/conversations/{cid}")
     assert deleted.json() == {"id": cid, "object": "conversation.deleted", "deleted": True}
     assert _owned(table, blobs, cid, runs) == ([], [])

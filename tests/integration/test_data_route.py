@@ -26,9 +26,7 @@ CSV = b"a,b\n1,2\n"
 
 
 def _context(blobs: BlobStore, **settings: Any) -> AppContext:
-    ctx = build_context(make_settings(AGENT_DATA_TOKEN_SECRET=SECRET, **settings), table=MemoryTable())
-    ctx.blobs = blobs
-    return ctx
+    return build_context(make_settings(AGENT_DATA_TOKEN_SECRET=SECRET, **settings), table=MemoryTable(), blobs=blobs)
 
 
 async def _seed(ctx: AppContext, blobs: BlobStore) -> None:
@@ -193,7 +191,7 @@ async def test_missing_file_is_404(alice: httpx.AsyncClient, bob: httpx.AsyncCli
 
 async def test_no_blob_store_is_503() -> None:
     ctx = build_context(make_settings(AGENT_DATA_TOKEN_SECRET=SECRET), table=MemoryTable())
-    ctx.blobs = None
+    ctx.deps.blobs = None
     async with _client(ctx) as client:
         response = await _get(client, file=f"{CHAT}/x.csv", t=_token(f"{CHAT}/x.csv"))
     assert response.status_code == 503

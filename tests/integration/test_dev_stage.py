@@ -139,8 +139,8 @@ async def _open_sessions(ctx: AppContext) -> set[str]:
 async def test_x_agent_now_never_revives_an_expired_data_token() -> None:
     ctx = _dev_context()
     await ctx.deps.store.create_chat(Chat(chat_id="c_a1", user_id="alice", created_at=1, last_activity_at=1))
-    assert ctx.blobs is not None
-    await ctx.blobs.put("data/c_a1/report.csv", b"a,b\n", "text/csv")
+    assert ctx.deps.blobs is not None
+    await ctx.deps.blobs.put("data/c_a1/report.csv", b"a,b\n", "text/csv")
     issued = time.time() - 3600
     token = sign_data_token(SECRET, "c_a1", "c_a1/report.csv", 60, issued)  # expired 59 minutes ago
     back_then = datetime.fromtimestamp(issued + 10, UTC).isoformat()

@@ -325,8 +325,10 @@ def test_embedded_settings_wire_the_sqlite_table_files_and_journal_on_one_databa
     settings = make_settings(AGENT_STORAGE="embedded", AGENT_DATA_DIR=str(tmp_path / "data"))
     first, second = build_context(settings), build_context(settings)
     try:
-        assert isinstance(first.table, SqliteTable) and isinstance(first.blobs, FileBlobStore)
-        assert first.table is second.table  # one database (one writer lock) per directory and process
+        store, again = first.deps.store, second.deps.store
+        assert isinstance(store, TableStore) and isinstance(again, TableStore)
+        assert isinstance(store.table, SqliteTable) and isinstance(first.deps.blobs, FileBlobStore)
+        assert store.table is again.table  # one database (one writer lock) per directory and process
         assert first.background._journal is not None
         assert (tmp_path / "data" / "agent-core.sqlite3").is_file() and (tmp_path / "data" / "files").is_dir()
     finally:

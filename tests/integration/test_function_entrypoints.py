@@ -92,6 +92,17 @@ def test_submit_and_data_import_neither_openai_nor_mcp() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_the_chat_function_loads_none_of_the_openai_api_but_its_store() -> None:
+    """The Responses routes, encoders and execution are the stream function's; the composition root builds
+    the ResponseStore for every function."""
+    code = (
+        "import sys, functions.chat.handler;"
+        "print(sorted(m for m in sys.modules if m.startswith('agent_core.openai_api')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['agent_core.openai_api', 'agent_core.openai_api.store']"
+
+
 class _Subsegment:
     def __init__(self, name: str, recorder: _XRay) -> None:
         self.name, self.recorder = name, recorder

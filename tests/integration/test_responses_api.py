@@ -20,6 +20,7 @@ from agent_core.store.dynamodb import DynamoTable
 from tests.support.faults import FaultPlan
 from tests.support.fixtures import make_settings
 from tests.support.openai_stub import OpenAiStub, StubScript
+from tests.support.openai_wire import WireCheck
 from tests.support.responses_app import (  # noqa: F401 (fixtures)
     base_url_fixture,
     chat_messages,
@@ -251,8 +252,10 @@ def _app_client(openai_stub: OpenAiStub, moto_table: DynamoTable, **env: str) ->
         AGENT_LLM_PROVIDER="openai", OPENAI_BASE_URL=openai_stub.base_url, OPENAI_API_KEY="sk-t", **env
     )
     context = build_context(settings, table=moto_table, llm=OpenAiLlmClient(settings), audit=lambda line: None)
-    with serve(build_app(*routes.stream_routes, context=context)) as base:
+    checked = WireCheck(build_app(*routes.stream_routes, context=context))
+    with serve(checked) as base:
         yield openai.OpenAI(base_url=f"{base}/v1", api_key="user-a", max_retries=0, timeout=30)
+    assert checked.errors == [], "\n\n".join(checked.errors)
 
 
 WRITE_ATTEMPTS = 5  # AGENT_STORE_WRITE_ATTEMPTS' default: a lasting fault outlives every retry

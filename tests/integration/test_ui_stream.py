@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from agent_core.context import AppContext
-from agent_core.runtime.client_turn import client_chat_id
+from agent_core.openai_api.client_turn import client_chat_id
 from tests.support.openai_stub import OpenAiStub, StubScript
 from tests.support.responses_app import base_url_fixture, context_fixture  # noqa: F401 (fixtures)
 

@@ -1,5 +1,7 @@
 """The app the OpenAI-compatible API tests drive: uvicorn on loopback, moto's DynamoDB, the stub as its LLM.
 
+What it sends on /v1 is validated against the openai SDK's types as it is sent (`tests/support/openai_wire.py`).
+
 Fixtures are named with `name=` so a test module can import them without shadowing its parameters.
 """
 
@@ -20,6 +22,7 @@ from agent_core.llm.openai_client import OpenAiLlmClient
 from agent_core.store.dynamodb import DynamoTable
 from tests.support.fixtures import make_settings
 from tests.support.openai_stub import OpenAiStub
+from tests.support.openai_wire import WireCheck
 from tests.support.server import serve
 
 
@@ -36,8 +39,10 @@ def context_fixture(openai_stub: OpenAiStub, moto_table: DynamoTable) -> AppCont
 
 @pytest.fixture(name="base_url")
 def base_url_fixture(context: AppContext) -> Iterator[str]:
-    with serve(build_app(*routes.local, context=context)) as base:
+    checked = WireCheck(build_app(*routes.local, context=context))
+    with serve(checked) as base:
         yield f"{base}/v1"
+    assert checked.errors == [], "\n\n".join(checked.errors)
 
 
 @pytest.fixture(name="client")

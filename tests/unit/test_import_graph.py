@@ -159,3 +159,11 @@ def test_strategies_composer_and_recall_see_only_the_run_protocol() -> None:
     users = [m for m in _runtime_modules() if m.startswith(f"{RUNTIME}.strategies")]
     users += [f"{RUNTIME}.composer", f"{RUNTIME}.recall", f"{RUNTIME}.run_protocol"]
     assert {m: graph[m] & machinery for m in users if graph[m] & machinery} == {}
+
+
+def test_the_runtime_and_the_native_wire_do_not_import_the_openai_api() -> None:
+    """The OpenAI-compatible API depends on the runtime as `api` does, never the other way round."""
+    graph = import_graph()
+    below = [m for m in graph if m.startswith(("agent_core.runtime", "agent_core.protocol", "agent_core.store"))]
+    found = {m: sorted(t for t in graph[m] if t.startswith("agent_core.openai_api")) for m in below}
+    assert {m: targets for m, targets in found.items() if targets} == {}

@@ -20,9 +20,18 @@ if TYPE_CHECKING:
     playground_routes: tuple[APIRouter, ...]
     local: tuple[APIRouter, ...]
 
+_OPENAI = "agent_core.openai_api.routes"  # a module path with a dot is absolute, one without is a sibling
 _GROUPS: dict[str, tuple[str, ...]] = {
     "chat": ("conversations", "history", "agents", "memory"),
-    "stream_routes": ("stream", "chain", "responses", "openai_conversations", "chat_completions", "ui_stream", "ag_ui"),
+    "stream_routes": (
+        "stream",
+        "chain",
+        f"{_OPENAI}.responses",
+        f"{_OPENAI}.conversations",
+        f"{_OPENAI}.chat_completions",
+        "ui_stream",
+        "ag_ui",
+    ),
     "submit_routes": ("submit",),
     "data_routes": ("data",),
     "dev_routes": ("dev",),  # the local server only; 404 in Lambda
@@ -39,6 +48,6 @@ def __getattr__(name: str) -> Any:
     modules = _GROUPS.get(name)
     if modules is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    group = tuple(import_module(f"{__name__}.{module}").router for module in modules)
+    group = tuple(import_module(m if "." in m else f"{__name__}.{m}").router for m in modules)
     globals()[name] = group
     return group

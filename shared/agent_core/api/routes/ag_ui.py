@@ -18,13 +18,12 @@ from pydantic import ValidationError
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import EventStreamResponse, error_responses
-from agent_core.api.routes.responses import response_store
 from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
+from agent_core.openai_api.client_turn import start_client_turn
+from agent_core.openai_api.request import FunctionToolParam
 from agent_core.protocol.ag_ui import AgUiEncoder, event_json
-from agent_core.protocol.responses_input import FunctionToolParam
-from agent_core.runtime.client_turn import start_client_turn
 from agent_core.runtime.pending import PendingTurn
 
 router = APIRouter(prefix="/api", tags=["ag-ui"], responses=error_responses(400, 401, 404, 409, 413, 422))
@@ -78,7 +77,7 @@ async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx
     tools = _tools(body)
     prepared = await start_client_turn(
         ctx.deps,
-        response_store(ctx),
+        ctx.responses,
         user,
         client_id=body.thread_id,
         input_items=_new_input(body),

@@ -75,7 +75,7 @@ async def get_conversation(conversation_id: PathId, ctx: Ctx, user: User) -> Any
 
 @router.delete("/{conversation_id}", status_code=204, responses=error_responses(404))
 async def delete_conversation(conversation_id: PathId, ctx: Ctx, user: User) -> Response:
-    if not await delete_chat_completely(ctx.deps.store, ctx.blobs, conversation_id, user):
+    if not await delete_chat_completely(ctx.deps.store, ctx.deps.blobs, conversation_id, user):
         raise _not_found()
     return Response(status_code=204)
 

@@ -50,7 +50,7 @@ class StorageUnavailable(AgentError):
 
 def blob_store(request: Request) -> BlobStore:
     """The app context's BlobStore."""
-    blobs = app_context(request).blobs
+    blobs = app_context(request).deps.blobs
     if blobs is None:
         raise StorageUnavailable("data file storage is not configured")
     return cast(BlobStore, blobs)

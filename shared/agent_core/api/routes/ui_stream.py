@@ -10,12 +10,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import EventStreamResponse, error_responses
-from agent_core.api.routes.responses import response_store
 from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
+from agent_core.openai_api.client_turn import start_client_turn
 from agent_core.protocol.ui_stream import DONE, HEADERS, UiStreamEncoder
-from agent_core.runtime.client_turn import start_client_turn
 from agent_core.runtime.pending import PendingTurn
 
 router = APIRouter(prefix="/api", tags=["ui stream"], responses=error_responses(400, 401, 404, 409, 413, 422))
@@ -60,7 +59,7 @@ async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) ->
     """One assistant message as UI message chunks; the chat `id` is a chat of the caller (created on first use)."""
     prepared = await start_client_turn(
         ctx.deps,
-        response_store(ctx),
+        ctx.responses,
         user,
         client_id=body.id,
         input_items=[{"type": "message", "role": "user", "content": _user_text(body)}],

@@ -17,15 +17,15 @@ from typing import Any, cast
 from agent_core.container import RunDeps
 from agent_core.domain.ids import sortable_id
 from agent_core.errors import AgentError
-from agent_core.protocol.chat_completions import ChatCompletionsEncoder
-from agent_core.protocol.chat_completions_input import ChatCompletionCreate, as_response_request
+from agent_core.openai_api.chat_completions_encoder import ChatCompletionsEncoder
+from agent_core.openai_api.chat_completions_request import ChatCompletionCreate, as_response_request
+from agent_core.openai_api.client_tools import TunedLlm
+from agent_core.openai_api.plan import open_turn, plan_response
+from agent_core.openai_api.store import ResponseStore
 from agent_core.runtime.blocking import run_failure
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import TurnRunner
-from agent_core.runtime.responses_run import open_turn, plan_response
-from agent_core.runtime.responses_tools import TunedLlm
 from agent_core.runtime.turn import PreparedTurn
-from agent_core.store.responses import ResponseStore
 
 Wire = dict[str, Any]
 

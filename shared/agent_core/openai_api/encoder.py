@@ -32,8 +32,8 @@ from agent_core.domain.events import (
     ToolResult,
     ToolStart,
 )
-from agent_core.protocol.responses_aggregate import ResponseAggregator, usage_object
-from agent_core.protocol.responses_items import mcp_names
+from agent_core.openai_api.aggregate import ResponseAggregator, usage_object
+from agent_core.openai_api.items import mcp_names
 from agent_core.runtime.envelope import Envelope
 
 Wire = dict[str, Any]
@@ -250,7 +250,9 @@ class ResponsesEncoder:
         events = self._close_all()
         done = {"usage": usage_object(usage), "completed_at": _now()}
         if finish_reason == "deadline":  # the turn's time budget ran out: what streamed so far is the answer
-            incomplete = {"status": "incomplete", "incomplete_details": {"reason": "deadline"}}
+            # The API's reasons are a closed set: a cut-short answer is `max_output_tokens` (Chat Completions'
+            # `length`), the one an SDK client already handles
+            incomplete = {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}}
             events.append(self._lifecycle("response.incomplete", **incomplete, **done))
         else:
             events.append(self._lifecycle("response.completed", status="completed", **done))

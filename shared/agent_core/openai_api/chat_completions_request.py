@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_core.errors import InvalidRequest
-from agent_core.protocol.responses_input import FunctionToolParam, ResponseCreate, ToolChoiceFunction
+from agent_core.openai_api.request import FunctionToolParam, ResponseCreate, ToolChoiceFunction
 
 _MESSAGE_ROLES = frozenset({"system", "developer", "user", "assistant"})
 # Parameters this server cannot honour: sent with a non-default value they are refused (400), never ignored.

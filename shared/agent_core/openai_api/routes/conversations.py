@@ -9,16 +9,15 @@ from pydantic import Field
 
 from agent_core.api.deps import app_context, current_user
 from agent_core.api.openapi import error_responses
-from agent_core.api.routes.responses import response_store
 from agent_core.api.schemas import PathId
 from agent_core.context import AppContext
 from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.models import Chat, Message, Role
 from agent_core.errors import NotFound
-from agent_core.protocol.responses_input import Metadata, ParsedInput, WireModel, parse_input
-from agent_core.protocol.responses_items import conversation_items, list_page
+from agent_core.openai_api.items import conversation_items, list_page
+from agent_core.openai_api.plan import to_message
+from agent_core.openai_api.request import Metadata, ParsedInput, WireModel, parse_input
 from agent_core.runtime.chat_deletion import delete_chat_completely
-from agent_core.runtime.responses_run import to_message
 from agent_core.runtime.turn import chat_name
 
 router = APIRouter(prefix="/v1/conversations", tags=["openai-conversations"], responses=error_responses(400, 401))
@@ -94,7 +93,7 @@ async def create_conversation(ctx: Ctx, user: User, body: ConversationCreate | N
     )
     await ctx.deps.store.create_chat(chat)
     if metadata:
-        await response_store(ctx).put_conversation(chat.chat_id, metadata)
+        await ctx.responses.put_conversation(chat.chat_id, metadata)
     await _add(ctx, chat, parsed)
     return _conversation(chat, metadata)
 
@@ -102,7 +101,7 @@ async def create_conversation(ctx: Ctx, user: User, body: ConversationCreate | N
 @router.get("/{conversation_id}", responses=error_responses(404))
 async def retrieve_conversation(conversation_id: PathId, ctx: Ctx, user: User) -> dict[str, Any]:
     chat = await _chat(ctx, conversation_id, user)
-    return _conversation(chat, await response_store(ctx).conversation_metadata(chat.chat_id))
+    return _conversation(chat, await ctx.responses.conversation_metadata(chat.chat_id))
 
 
 @router.post("/{conversation_id}", responses=error_responses(404, 413))
@@ -110,13 +109,13 @@ async def update_conversation(
     conversation_id: PathId, body: ConversationUpdate, ctx: Ctx, user: User
 ) -> dict[str, Any]:
     chat = await _chat(ctx, conversation_id, user)
-    await response_store(ctx).put_conversation(chat.chat_id, body.metadata)
+    await ctx.responses.put_conversation(chat.chat_id, body.metadata)
     return _conversation(chat, body.metadata)
 
 
 @router.delete("/{conversation_id}", responses=error_responses(404))
 async def delete_conversation(conversation_id: PathId, ctx: Ctx, user: User) -> dict[str, Any]:
-    if not await delete_chat_completely(ctx.deps.store, ctx.blobs, conversation_id, user):
+    if not await delete_chat_completely(ctx.deps.store, ctx.deps.blobs, conversation_id, user):
         raise _not_found(conversation_id)
     return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
 

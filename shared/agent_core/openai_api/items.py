@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from agent_core.domain.models import Kind, Message, Role, ToolCall
-from agent_core.protocol.responses_input import CONTINUE_MESSAGE
+from agent_core.openai_api.request import CONTINUE_MESSAGE
 
 Wire = dict[str, Any]
 

@@ -16,13 +16,13 @@ from agent_core.container import RunDeps
 from agent_core.domain.events import RunError
 from agent_core.errors import AgentError
 from agent_core.observability import logger
-from agent_core.protocol.responses import ResponsesEncoder
-from agent_core.protocol.responses_input import ResponseCreate
+from agent_core.openai_api.encoder import ResponsesEncoder
+from agent_core.openai_api.plan import ResponsePlan, open_turn, plan_response
+from agent_core.openai_api.request import ResponseCreate
+from agent_core.openai_api.store import ResponseRecord, ResponseStore
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import DISCONNECTED, TurnRunner
-from agent_core.runtime.responses_run import ResponsePlan, open_turn, plan_response
 from agent_core.runtime.turn import PreparedTurn, release_failed_run, release_unstarted_turn
-from agent_core.store.responses import ResponseRecord, ResponseStore
 
 Wire = dict[str, Any]
 Emit = Callable[[Wire], None]

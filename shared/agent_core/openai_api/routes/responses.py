@@ -16,14 +16,14 @@ from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
 from agent_core.context import AppContext
 from agent_core.domain.jobs import ResponseJob
 from agent_core.errors import InvalidRequest, NotFound
-from agent_core.protocol.responses import replay_events
-from agent_core.protocol.responses_input import ResponseCreate
-from agent_core.protocol.responses_items import list_page
+from agent_core.openai_api.encoder import replay_events
+from agent_core.openai_api.execution import BackgroundResponses, queue_response, start_response
+from agent_core.openai_api.items import list_page
+from agent_core.openai_api.plan import plan_response
+from agent_core.openai_api.request import ResponseCreate
+from agent_core.openai_api.store import ACTIVE, ResponseRecord
 from agent_core.runtime.blocking import run_failure
 from agent_core.runtime.pending import HeldTurn
-from agent_core.runtime.responses_exec import BackgroundResponses, queue_response, start_response
-from agent_core.runtime.responses_run import plan_response
-from agent_core.store.responses import ACTIVE, ResponseRecord, ResponseStore
 
 router = APIRouter(prefix="/v1", tags=["responses"], responses=error_responses(400, 401))
 
@@ -31,10 +31,6 @@ Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
 CANCEL_WAIT_S = 10.0
 OWNER = "agent-core"
-
-
-def response_store(ctx: AppContext) -> ResponseStore:
-    return ResponseStore(ctx.table, ctx.blobs)
 
 
 def background_runs(request: Request) -> BackgroundResponses:
@@ -54,7 +50,7 @@ def _not_found(response_id: str) -> NotFound:
 
 
 async def _owned(ctx: AppContext, response_id: str, user: str) -> ResponseRecord:
-    record = await response_store(ctx).get(response_id, user)
+    record = await ctx.responses.get(response_id, user)
     if record is None:
         raise _not_found(response_id)
     return record
@@ -87,7 +83,7 @@ async def _listed(events: list[dict[str, Any]]) -> AsyncGenerator[dict[str, Any]
 async def create_response(
     body: ResponseCreate, request: Request, ctx: Ctx, user: User, runs: Runs
 ) -> JSONResponse | EventStream:
-    responses = response_store(ctx)
+    responses = ctx.responses
     # Everything that answers with an HTTP status happens before a stream starts or a task is queued.
     plan = await plan_response(
         ctx.deps, responses, body, user, now=request_now(request), public_base_url=link_base(request)
@@ -151,7 +147,7 @@ async def delete_response(response_id: PathId, ctx: Ctx, user: User) -> dict[str
     record = await _owned(ctx, response_id, user)
     if record.status in ACTIVE:
         await _stop(ctx, record)
-    await response_store(ctx).delete(response_id, user)
+    await ctx.responses.delete(response_id, user)
     return {"id": response_id, "object": "response.deleted", "deleted": True}
 
 
@@ -165,7 +161,7 @@ async def _stop(ctx: AppContext, record: ResponseRecord) -> None:
 @router.post("/responses/{response_id}/cancel", responses=error_responses(404))
 async def cancel_response(response_id: PathId, ctx: Ctx, user: User, runs: Runs) -> dict[str, Any]:
     """Cancel a background response; it keeps what it produced so far and ends `cancelled`."""
-    responses = response_store(ctx)
+    responses = ctx.responses
     record = await _owned(ctx, response_id, user)
     if not record.background:
         raise InvalidRequest("only background responses can be cancelled", param="response_id")

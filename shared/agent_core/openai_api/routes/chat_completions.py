@@ -10,13 +10,13 @@ from fastapi.responses import JSONResponse
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import error_responses, stream_or_json
-from agent_core.api.routes.responses import models_of, response_store
 from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
 from agent_core.context import AppContext
 from agent_core.errors import NotFound
-from agent_core.protocol.chat_completions import DONE
-from agent_core.protocol.chat_completions_input import ChatCompletionCreate
-from agent_core.runtime.chat_completions_run import ChatCompletionRun, start_chat_completion
+from agent_core.openai_api.chat_completions_encoder import DONE
+from agent_core.openai_api.chat_completions_execution import ChatCompletionRun, start_chat_completion
+from agent_core.openai_api.chat_completions_request import ChatCompletionCreate
+from agent_core.openai_api.routes.responses import models_of
 
 router = APIRouter(prefix="/v1", tags=["chat completions"], responses=error_responses(400, 401))
 
@@ -51,7 +51,7 @@ async def create_chat_completion(
         raise NotFound(f"model {body.model!r} not found", param="model", code="model_not_found")
     run = await start_chat_completion(
         ctx.deps,
-        response_store(ctx),
+        ctx.responses,
         body,
         user,
         now=request_now(request),

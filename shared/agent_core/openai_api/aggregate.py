@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_core.protocol.responses_input import ResponseCreate, ToolChoiceFunction
+from agent_core.openai_api.request import ResponseCreate, ToolChoiceFunction
 
 TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
 LIFECYCLE = frozenset({"response.created", "response.queued", "response.in_progress", *TERMINAL})
@@ -64,7 +64,7 @@ def usage_object(native: dict[str, int] | None) -> dict[str, Any] | None:
     prompt, completion = native.get("promptTokens", 0), native.get("completionTokens", 0)
     return {
         "input_tokens": prompt,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": completion,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": prompt + completion,
