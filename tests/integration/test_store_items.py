@@ -89,7 +89,9 @@ FAILED = Run(
 )
 POINTER = RunPointer(run_id="r1", chat_id="c1", user_id="u1")
 WAITING = Wait(run_id="r1", tool_id="t1", user_id="u1", expires_at=50)
-SUBMITTED = Wait(run_id="r1", tool_id="t2", user_id="u1", status=WaitStatus.SUBMITTED, params={"城市": "上海"}, expires_at=50)
+SUBMITTED = Wait(
+    run_id="r1", tool_id="t2", user_id="u1", status=WaitStatus.SUBMITTED, params={"城市": "上海"}, expires_at=50
+)
 SUMMARY = Summary(chat_id="c1", content="so far", covers_message_id="m2", covered_count=2, updated_at=7, version=2)
 SESSION = SessionSummary(
     chat_id="c1",

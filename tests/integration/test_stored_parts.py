@@ -19,7 +19,7 @@ from agent_core.store.table_store import TableStore
 SNAPSHOT = [{"type": "request.query", "seq": 1}, {"type": "content.snapshot", "seq": 2, "text": "长" * 100_000}]
 
 
-async def _store_with_legacy_run() -> tuple[TableStore, MemoryBlobStore, Run]:
+async def _store_with_legacy_run() -> tuple[TableStore, MemoryBlobStore]:
     table, blobs = MemoryTable(), MemoryBlobStore()
     store = TableStore(table, blobs)
     await store.create_chat(Chat(chat_id="c1", user_id="u1", created_at=1, last_activity_at=1))
@@ -27,11 +27,11 @@ async def _store_with_legacy_run() -> tuple[TableStore, MemoryBlobStore, Run]:
     # As earlier versions ended a run whose snapshot was large: the snapshot in its own object, named by the item
     await table.put({**it.run_to_item(run), "snapshotKey": "snapshots/c1/r1.json"})
     await blobs.put("snapshots/c1/r1.json", json.dumps(SNAPSHOT, ensure_ascii=False).encode(), "application/json")
-    return store, blobs, run
+    return store, blobs
 
 
 async def test_a_snapshot_an_earlier_version_kept_in_its_own_object_reads_back_whole() -> None:
-    store, _, run = await _store_with_legacy_run()
+    store, _ = await _store_with_legacy_run()
     found = await store.get_run("c1", "r1")
     assert found is not None and found.snapshot == SNAPSHOT
     runs, _ = await store.list_runs("c1", 10, None)
@@ -39,7 +39,7 @@ async def test_a_snapshot_an_earlier_version_kept_in_its_own_object_reads_back_w
 
 
 async def test_deleting_the_chat_deletes_the_snapshots_earlier_versions_kept() -> None:
-    store, blobs, _ = await _store_with_legacy_run()
+    store, blobs = await _store_with_legacy_run()
     assert await store.delete_chat("c1", "u1")
     assert blobs.objects == {}
 
