@@ -8,7 +8,7 @@ the idle-session index).
 
 from __future__ import annotations
 
-from agent_core.store.base import Store
+from agent_core.store.base import ChatStore
 from agent_core.store.blob import BlobStore
 from agent_core.tools.data_path import chat_data_prefix
 
@@ -18,7 +18,7 @@ def chat_blob_prefixes(chat_id: str) -> tuple[str, ...]:
     return (chat_data_prefix(chat_id),)
 
 
-async def delete_chat_completely(store: Store, blobs: BlobStore | None, chat_id: str, user_id: str) -> bool:
+async def delete_chat_completely(store: ChatStore, blobs: BlobStore | None, chat_id: str, user_id: str) -> bool:
     """Delete the caller's chat with everything it owns; False when it is not theirs (or already gone)."""
     if await store.get_chat(chat_id, user_id) is None:
         return False

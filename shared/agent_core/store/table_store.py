@@ -1,4 +1,4 @@
-"""TableStore: every Store operation, written once on the Table port (DynamoDB or in-memory)."""
+"""TableStore: every Store role, written once on the Table port (DynamoDB, SQLite or in-memory)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from agent_core.store.base import (
     MessagePage,
     RecentMessages,
     SessionChanged,
+    Store,
     TurnContext,
 )
 from agent_core.store.blob import BlobStore
@@ -70,8 +71,9 @@ def _checked_cursor(cursor: str | None, attr: str, expected: str) -> Item | None
     return start
 
 
-class TableStore(HierarchyStore):
-    """The Store port over one table."""
+class TableStore(HierarchyStore, Store):
+    """Every role of the Store port over one table: chats and messages, turns and runs, frontend waits here,
+    memory in `HierarchyStore`."""
 
     def __init__(self, table: Table, blobs: BlobStore | None = None) -> None:
         self.table = table
