@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
-from pydantic_core import to_jsonable_python
 
 from agent_core.domain.models import (
     Chat,
@@ -113,11 +113,17 @@ def daymark_key(user_id: str, date: str) -> Key:
 # ----- shapes -----
 
 
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
 def _json_text(value: Any) -> str:
     """A nested value as the JSON text it is stored as (snake_case names, as the model's field names)."""
     if isinstance(value, BaseModel):
         return value.model_dump_json()
-    return json.dumps(to_jsonable_python(value, by_alias=False), ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False, default=_plain)
 
 
 M = TypeVar("M", bound=Model)
@@ -133,8 +139,9 @@ class Shape(Generic[M]):
     sparse: tuple[str, ...] = ()  # written only when set (not empty, not false)
     others: tuple[str, ...] = ()  # written by other operations, never by this item's put
 
-    def _alias(self, name: str) -> str:
-        return self.model.model_fields[name].alias or name
+    @cached_property
+    def _aliases(self) -> dict[str, str]:
+        return {name: field.alias or name for name, field in self.model.model_fields.items()}
 
     def dump(self, value: M, key: Key, **extra: Any) -> Item:
         """The item: its key, the model's camelCase attributes, then `extra` (index keys, TTL, references)."""
@@ -145,7 +152,7 @@ class Shape(Generic[M]):
         for name in self.text:
             nested = getattr(value, name)
             if nested is not None and name not in empty:
-                item[self._alias(name)] = _json_text(nested)
+                item[self._aliases[name]] = _json_text(nested)
         item.update({k: v for k, v in extra.items() if v is not None})
         return item
 
@@ -153,7 +160,7 @@ class Shape(Generic[M]):
         """The model an item holds (attributes it does not know, such as index keys, are ignored)."""
         data = dict(item)
         for name in self.text:
-            alias = self._alias(name)
+            alias = self._aliases[name]
             raw = data.pop(alias, None)
             if raw:
                 data[alias] = json.loads(raw)
