@@ -29,7 +29,7 @@ from agent_core.domain.models import (
     Summary,
     Wait,
 )
-from agent_core.store.schema import GSI1, PK, SK
+from agent_core.store.schema import GSI1, PK, SK, TTL_ATTRIBUTE
 from agent_core.store.table import Item, Key
 
 META = "META"
@@ -171,38 +171,38 @@ def _strip(prefix: str, attr: str = PK) -> Callable[[Item], str]:
     return lambda item: str(item[attr]).removeprefix(prefix)
 
 
-CHAT = Shape(
+_CHAT = Shape(
     Chat,
     keyed=lambda item: {},
     # The lease and the open session are the turn's and the idle job's updates of the META.
     others=("active_run_id", "lease_expires_at", "session_id", "session_started_at"),
 )
-MESSAGE = Shape(
+_MESSAGE = Shape(
     Message,
     keyed=lambda item: {"chat_id": _strip("CHAT#")(item)},
     text=("tool_calls",),
     sparse=("tool_calls",),
 )
-RUN = Shape(
+_RUN = Shape(
     Run,
     keyed=lambda item: {"chat_id": _strip("CHAT#")(item)},
     text=("usage", "result", "snapshot"),
     sparse=("cancel_requested",),
 )
-POINTER = Shape(RunPointer, keyed=lambda item: {"run_id": _strip("RUN#")(item)})
-WAIT = Shape(
+_POINTER = Shape(RunPointer, keyed=lambda item: {"run_id": _strip("RUN#")(item)})
+_WAIT = Shape(
     Wait,
     keyed=lambda item: {"run_id": _strip("RUN#")(item), "tool_id": _strip(WAIT_PREFIX, SK)(item)},
     text=("params",),
 )
-SUMMARY_SHAPE = Shape(Summary, keyed=lambda item: {"chat_id": _strip("CHAT#")(item)})
-SESSION = Shape(
+_SUMMARY = Shape(Summary, keyed=lambda item: {"chat_id": _strip("CHAT#")(item)})
+_SESSION = Shape(
     SessionSummary,
     keyed=lambda item: {"chat_id": _strip("CHAT#")(item), "session_id": _strip(SESSION_PREFIX, SK)(item)},
     text=("key_topics",),
 )
-PROFILE = Shape(Profile, keyed=lambda item: {"user_id": _strip("USER#")(item)}, text=("facts",))
-DAILY = Shape(
+_PROFILE = Shape(Profile, keyed=lambda item: {"user_id": _strip("USER#")(item)}, text=("facts",))
+_DAILY = Shape(
     DailySummary,
     keyed=lambda item: {"user_id": _strip("USER#")(item), "date": _strip(DAY_PREFIX, SK)(item)},
     text=("key_topics",),
@@ -214,78 +214,78 @@ DAILY = Shape(
 
 def chat_to_item(chat: Chat) -> Item:
     index = {GSI1.pk: user_chats_pk(chat.user_id), GSI1.sk: activity_sk(chat.last_activity_at, chat.chat_id)}
-    return CHAT.dump(chat, meta_key(chat.chat_id), **index)
+    return _CHAT.dump(chat, meta_key(chat.chat_id), **index)
 
 
 def chat_from_item(item: Item) -> Chat:
-    return CHAT.load(item)
+    return _CHAT.load(item)
 
 
 def message_to_item(message: Message) -> Item:
-    return MESSAGE.dump(message, {PK: chat_pk(message.chat_id), SK: message_sk(message.id)})
+    return _MESSAGE.dump(message, {PK: chat_pk(message.chat_id), SK: message_sk(message.id)})
 
 
 def message_from_item(item: Item) -> Message:
-    return MESSAGE.load(item)
+    return _MESSAGE.load(item)
 
 
 def run_to_item(run: Run, answer_id: str | None = None) -> Item:
     """The RUN item; with `answer_id` its stored result names the ASSISTANT message instead of copying it."""
     if run.result is not None and answer_id is not None:
         result = run.result.model_copy(update={"assistant_message": ""})
-        return RUN.dump(
+        return _RUN.dump(
             run.model_copy(update={"result": result}), run_key(run.chat_id, run.run_id), **{ANSWER_ID: answer_id}
         )
-    return RUN.dump(run, run_key(run.chat_id, run.run_id))
+    return _RUN.dump(run, run_key(run.chat_id, run.run_id))
 
 
 def run_from_item(item: Item) -> Run:
-    return RUN.load(item)
+    return _RUN.load(item)
 
 
 def pointer_to_item(pointer: RunPointer, expires_at: int) -> Item:
-    return POINTER.dump(pointer, pointer_key(pointer.run_id), expiresAt=expires_at)
+    return _POINTER.dump(pointer, pointer_key(pointer.run_id), **{TTL_ATTRIBUTE: expires_at})
 
 
 def pointer_from_item(item: Item) -> RunPointer:
-    return POINTER.load(item)
+    return _POINTER.load(item)
 
 
 def wait_to_item(wait: Wait) -> Item:
-    return WAIT.dump(wait, wait_key(wait.run_id, wait.tool_id))
+    return _WAIT.dump(wait, wait_key(wait.run_id, wait.tool_id))
 
 
 def wait_from_item(item: Item) -> Wait:
-    return WAIT.load(item)
+    return _WAIT.load(item)
 
 
 def summary_to_item(summary: Summary) -> Item:
-    return SUMMARY_SHAPE.dump(summary, summary_key(summary.chat_id))
+    return _SUMMARY.dump(summary, summary_key(summary.chat_id))
 
 
 def summary_from_item(item: Item) -> Summary:
-    return SUMMARY_SHAPE.load(item)
+    return _SUMMARY.load(item)
 
 
 def session_to_item(session: SessionSummary) -> Item:
-    return SESSION.dump(session, session_key(session.chat_id, session.session_id))
+    return _SESSION.dump(session, session_key(session.chat_id, session.session_id))
 
 
 def session_from_item(item: Item) -> SessionSummary:
-    return SESSION.load(item)
+    return _SESSION.load(item)
 
 
 def profile_to_item(profile: Profile) -> Item:
-    return PROFILE.dump(profile, profile_key(profile.user_id))
+    return _PROFILE.dump(profile, profile_key(profile.user_id))
 
 
 def profile_from_item(item: Item) -> Profile:
-    return PROFILE.load(item)
+    return _PROFILE.load(item)
 
 
 def daily_to_item(day: DailySummary) -> Item:
-    return DAILY.dump(day, day_key(day.user_id, day.date))
+    return _DAILY.dump(day, day_key(day.user_id, day.date))
 
 
 def daily_from_item(item: Item) -> DailySummary:
-    return DAILY.load(item)
+    return _DAILY.load(item)
