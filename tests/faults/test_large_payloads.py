@@ -112,3 +112,15 @@ async def test_a_stored_response_of_140000_cjk_characters_round_trips(harness: H
     assert stored.status_code == 200
     text = "".join(c["text"] for item in stored.json()["output"] for c in item.get("content", []) if "text" in c)
     assert text == answer
+
+
+async def test_a_deleted_large_response_takes_its_spilled_parts_with_it(harness: Harness) -> None:
+    harness.stub.enqueue(StubScript.text(*_pieces("长" * 140_000)))
+    created = await harness.client.post("/v1/responses", json={"model": "main-agent", "input": "write"})
+    assert created.status_code == 200, created.text
+    s3, bucket = harness.clients[1], harness.context.settings.data_bucket
+    prefix = f"spill/RESP/{created.json()['id']}/"
+    # The body's large part is kept under the response's own key, the item in the table fits
+    assert s3.list_objects_v2(Bucket=bucket, Prefix=prefix).get("KeyCount", 0) > 0
+    assert (await harness.client.delete(f"/v1/responses/{created.json()['id']}")).status_code == 200
+    assert s3.list_objects_v2(Bucket=bucket, Prefix=prefix).get("KeyCount", 0) == 0

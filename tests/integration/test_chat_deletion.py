@@ -13,9 +13,9 @@ import pytest
 from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
-from agent_core.runtime.finish import snapshot_prefix
 from agent_core.store.dynamodb import DynamoTable
 from agent_core.store.s3 import S3BlobStore
+from agent_core.store.spill import chat_spill_prefixes
 from tests.support.aws_faults import failing_call
 from tests.support.fixtures import make_settings, s3_blob_store
 
@@ -73,7 +73,7 @@ async def _busy_chat(client: httpx.AsyncClient, table: DynamoTable, blobs: S3Blo
         if item["pk"]["S"] == f"CHAT#{cid}" and item["sk"]["S"].startswith("RUN#"):
             runs.append(item["sk"]["S"].removeprefix("RUN#"))
     for run_id in runs:  # as earlier versions spilled a long answer's snapshot
-        await blobs.put(f"{snapshot_prefix(cid)}{run_id}.json", b"[]", "application/json")
+        await blobs.put(f"{chat_spill_prefixes(cid)[1]}{run_id}.json", b"[]", "application/json")
     return cid, runs
 
 

@@ -19,11 +19,12 @@ from agent_core.errors import RunInProgress, ServiceUnavailable
 from agent_core.jobs.inprocess import InProcessWorkQueue
 from agent_core.store.embedded import close_embedded
 from agent_core.store.file_blob import FileBlobStore
+from agent_core.store.item_size import ITEM_LIMIT_BYTES as MAX_ITEM_BYTES
 from agent_core.store.memory import MemoryTable
 from agent_core.store.schema import PK, SK
 from agent_core.store.sqlite_db import SqliteDatabase
 from agent_core.store.sqlite_jobs import SqliteJobJournal
-from agent_core.store.sqlite_table import MAX_ITEM_BYTES, ItemTooLarge, SqliteTable
+from agent_core.store.sqlite_table import ItemTooLarge, SqliteTable
 from agent_core.store.table import Condition, Put, SkRange, Table, TransactionFailed, Update, UpdateOp, eq, not_exists
 from agent_core.store.table_store import TableStore
 from tests.support.fixtures import make_settings

@@ -132,8 +132,7 @@ class Run(Model):
     error_message: str | None = None
     result: TurnResult | None = None
     cancel_requested: bool = False
-    snapshot: list[dict[str, Any]] | None = None
-    snapshot_key: str | None = None
+    snapshot: list[dict[str, Any]] | None = None  # the replay events, stored once the run ends
     # `provider:model` that produced the answer when a fallback chain is configured (AGENT_LLM_FALLBACK).
     answered_by: str | None = None
     # The wall-clock ms its lease is taken at when the turn's "now" is overridden (X-Agent-Now): leases

@@ -8,7 +8,7 @@ from agent_core.domain.ids import now_ms
 from agent_core.domain.models import Kind, Message, Role, Summary
 from agent_core.llm.base import LlmClient
 from agent_core.memory.summarize import summarise
-from agent_core.store.base import Store
+from agent_core.store.base import MemoryStore
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ def fold_point(messages: list[Message], window: int) -> int:
     return cut
 
 
-async def compact(store: Store, llm: LlmClient, model: str, chat_id: str, policy: CompactionPolicy) -> bool:
+async def compact(store: MemoryStore, llm: LlmClient, model: str, chat_id: str, policy: CompactionPolicy) -> bool:
     """Replace the SUMMARY atomically; idempotent: nothing to fold, or a lost race, changes nothing."""
     previous = await store.get_summary(chat_id)
     after = previous.covers_message_id if previous else None

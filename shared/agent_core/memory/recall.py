@@ -10,7 +10,7 @@ from agent_core.domain.models import Chat, Kind, Message
 from agent_core.memory.calendar import day_bounds, id_ceiling, id_floor
 from agent_core.memory.summarize import transcript
 from agent_core.memory.time_query import TimeRange
-from agent_core.store.base import Store
+from agent_core.store.base import MemoryReader
 
 RAW_PER_DAY = 40
 DETAIL_MESSAGES = 120
@@ -35,7 +35,7 @@ class Recall:
         return out
 
 
-async def recall(store: Store, user_id: str, span: TimeRange, tz: ZoneInfo, *, detail: bool) -> Recall:
+async def recall(store: MemoryReader, user_id: str, span: TimeRange, tz: ZoneInfo, *, detail: bool) -> Recall:
     """Daily summaries first; for days without one, session summaries, else raw messages (bounded)."""
     start = max(span.start, span.end - timedelta(days=MAX_DAYS - 1))
     summaries = {d.date: d for d in await store.daily_range(user_id, start.isoformat(), span.end.isoformat())}
@@ -58,7 +58,7 @@ async def recall(store: Store, user_id: str, span: TimeRange, tz: ZoneInfo, *, d
     return result
 
 
-async def _fallback(store: Store, chats: list[Chat], day: date, tz: ZoneInfo) -> str:
+async def _fallback(store: MemoryReader, chats: list[Chat], day: date, tz: ZoneInfo) -> str:
     """A day without a daily summary (today, or not yet summarised): its session summaries, else raw messages."""
     key = day.isoformat()
     sessions = [s for c in chats for s in await store.list_sessions(c.chat_id) if s.local_date == key and s.summary]
@@ -68,7 +68,9 @@ async def _fallback(store: Store, chats: list[Chat], day: date, tz: ZoneInfo) ->
     return "\n".join(lines)
 
 
-async def _raw_lines(store: Store, chats: list[Chat], first: date, last: date, tz: ZoneInfo, limit: int) -> list[str]:
+async def _raw_lines(
+    store: MemoryReader, chats: list[Chat], first: date, last: date, tz: ZoneInfo, limit: int
+) -> list[str]:
     start_ms, _ = day_bounds(first, tz)
     _, end_ms = day_bounds(last, tz)
     found: list[Message] = []

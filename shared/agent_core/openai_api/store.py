@@ -9,9 +9,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agent_core.store.blob import BlobStore
-from agent_core.store.item_size import item_size
 from agent_core.store.schema import PK, SK, TTL_ATTRIBUTE
-from agent_core.store.spill import INLINE_ITEM_BYTES
+from agent_core.store.spill import Spiller
 from agent_core.store.table import Condition, ConditionFailed, Item, Key, Table, Update, eq, exists, not_exists
 
 META = "META"
@@ -50,10 +49,6 @@ def conversation_key(chat_id: str) -> Key:
     return {PK: f"CHAT#{chat_id}", SK: CONVERSATION_SK}
 
 
-def blob_key(response_id: str) -> str:
-    return f"responses/{response_id}.json"
-
-
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
@@ -63,7 +58,8 @@ class ResponseStore:
 
     def __init__(self, table: Table, blobs: BlobStore | None = None) -> None:
         self.table = table
-        self.blobs = blobs
+        # With a blob store, large bodies keep their largest parts in it (the store's one size limit).
+        self.spiller = Spiller(blobs) if blobs is not None else None
 
     async def _to_item(self, record: ResponseRecord) -> Item:
         response = {k: v for k, v in record.response.items() if k not in ("output", "usage")}
@@ -84,20 +80,13 @@ class ResponseStore:
             "createdAt": record.created_at,
             TTL_ATTRIBUTE: record.created_at + RESPONSE_TTL_S,
             "request": _dumps(record.request) if record.request is not None else None,
+            **body,
         }
-        # Measured as DynamoDB does (names and UTF-8 values), not in characters: CJK text is 3 bytes each.
-        if self.blobs is not None and item_size({**item, **body}) > INLINE_ITEM_BYTES:
-            await self.blobs.put(blob_key(record.response_id), _dumps(body).encode(), "application/json")
-            item["bodyKey"] = blob_key(record.response_id)
-        else:
-            item.update(body)
-        return {k: v for k, v in item.items() if v is not None}
+        item = {k: v for k, v in item.items() if v is not None}
+        return item if self.spiller is None else await self.spiller.fit(item)
 
     async def _from_item(self, item: Item) -> ResponseRecord:
-        body: dict[str, str] = item
-        if item.get("bodyKey") and self.blobs is not None:
-            blob = await self.blobs.get(item["bodyKey"])
-            body = json.loads(blob.body) if blob is not None else {}
+        body: dict[str, str] = item if self.spiller is None else (await self.spiller.restore([item]))[0]
         response = json.loads(body.get("response", "{}"))
         response["output"] = json.loads(body.get("output", "[]"))
         response["usage"] = json.loads(body.get("usage", "null"))
@@ -163,12 +152,12 @@ class ResponseStore:
         return await self._from_item(item)
 
     async def delete(self, response_id: str, user_id: str) -> bool:
-        record = await self.get(response_id, user_id)
-        if record is None:
+        item = await self.table.get(response_key(response_id))
+        if item is None or int(item.get(TTL_ATTRIBUTE, 0)) <= int(time.time()) or item.get("userId") != user_id:
             return False
+        if self.spiller is not None:
+            await self.spiller.forget(item)  # its parts first: a failure leaves the response to delete again
         await self.table.delete(response_key(response_id))
-        if self.blobs is not None:
-            await self.blobs.delete_prefix(blob_key(response_id))
         return True
 
     async def put_conversation(self, chat_id: str, metadata: dict[str, str]) -> None:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 
 from agent_core.observability import logger
-from agent_core.store.base import Store
+from agent_core.store.base import TurnStore
 
 POLL_INTERVAL_S = 0.5
 MAX_POLL_INTERVAL_S = 4.0
@@ -41,7 +41,7 @@ class CancelRegistry:
 class CancelWatch:
     """One per run: `event` is set by a local cancel at once, or by the store flag within ~0.5 s."""
 
-    def __init__(self, store: Store, chat_id: str, run_id: str, event: asyncio.Event) -> None:
+    def __init__(self, store: TurnStore, chat_id: str, run_id: str, event: asyncio.Event) -> None:
         self._store = store
         self._chat_id = chat_id
         self._run_id = run_id

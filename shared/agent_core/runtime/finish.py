@@ -1,4 +1,4 @@
-"""Ending a run: the run record, its replay snapshot (spilled to S3 when large), messages, metrics."""
+"""Ending a run: the run record with its replay snapshot, messages, metrics (the store decides where each lives)."""
 
 from __future__ import annotations
 
@@ -26,13 +26,6 @@ class RunOutcome:
     partial_text: str = ""
     first_token_at: float | None = None
     answered_by: str | None = None  # `provider:model` of the last model call, when the LLM reports it
-
-
-def snapshot_prefix(chat_id: str) -> str:
-    """Replay snapshots spilled by earlier versions (`snapshots/{chat}/`): deleted with the chat.
-
-    Large parts of items now spill under `spill/` (store/spill.py), which the store deletes itself."""
-    return f"snapshots/{chat_id}/"
 
 
 async def persist_run(
@@ -73,7 +66,7 @@ async def persist_run(
     else:
         # No half-written assistant message after a failure; complete tool-call/result pairs stay.
         messages = [m for m in messages if m.role != Role.ASSISTANT or m.tool_calls]
-    run.snapshot = entries  # the store moves it (and any large message part) to S3 when it could not fit
+    run.snapshot = entries  # the store keeps it whole, in S3 when it cannot fit the run's item
     # Everything above is fixed before the first attempt (ids, times), so every retry writes the same items.
     policy = RetryPolicy.of(turn.deps.settings)
     await retrying(lambda: turn.deps.store.finish_turn(run, messages, run.ended_at or 0), policy, "finish_turn")

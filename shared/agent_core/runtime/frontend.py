@@ -8,7 +8,7 @@ from typing import Any
 
 from agent_core.domain.models import Wait, WaitStatus
 from agent_core.observability import logger
-from agent_core.store.base import Store
+from agent_core.store.base import WaitStore
 
 FIRST_POLL_S = 0.05
 POLL_S = 0.15
@@ -17,7 +17,7 @@ POLL_S = 0.15
 class StoreFrontendBridge:
     """Implements the FrontendBridge port for one run (the run cancels the wait when it is cancelled)."""
 
-    def __init__(self, store: Store, run_id: str, user_id: str) -> None:
+    def __init__(self, store: WaitStore, run_id: str, user_id: str) -> None:
         self._store = store
         self._run_id = run_id
         self._user_id = user_id

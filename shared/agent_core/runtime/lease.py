@@ -12,11 +12,11 @@ import contextlib
 from collections.abc import Callable
 
 from agent_core.observability import logger
-from agent_core.store.base import Store
+from agent_core.store.base import TurnStore
 
 
 class LeaseKeeper:
-    def __init__(self, store: Store, chat_id: str, run_id: str, lease_ms: int, clock: Callable[[], int]) -> None:
+    def __init__(self, store: TurnStore, chat_id: str, run_id: str, lease_ms: int, clock: Callable[[], int]) -> None:
         self._store = store
         self._chat_id = chat_id
         self._run_id = run_id

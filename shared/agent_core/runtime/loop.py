@@ -377,7 +377,7 @@ class TurnRunner:
             run_id=self.run.run_id,
             blobs=self.deps.blobs,
             frontend=self.bridge,
-            store=self.deps.store,
+            memory=self.deps.store,
             public_base_url=self.turn.request.public_base_url,
         )
 

@@ -13,7 +13,7 @@ from agent_core.memory.recall import recall
 from agent_core.memory.time_query import TimeRange, is_detail_question
 from agent_core.runtime.run_protocol import AgentRun
 from agent_core.runtime.strategies.function import answer_step
-from agent_core.store.base import Store
+from agent_core.store.base import MemoryReader
 
 RECALL_PROMPT = (
     "The user asks about earlier conversations. Answer only from the records that follow (summaries of past "
@@ -30,7 +30,7 @@ def nothing_found(r: AgentRun, span: TimeRange) -> str:
 
 
 async def answer_from_history(
-    r: AgentRun, span: TimeRange, store: Store, user_id: str, tz: ZoneInfo
+    r: AgentRun, span: TimeRange, store: MemoryReader, user_id: str, tz: ZoneInfo
 ) -> AsyncIterator[Event]:
     """The fast path for one detected range: the user's records of those days, then one answer call."""
     found = await r.guarded(recall(store, user_id, span, tz, detail=is_detail_question(r.message)))

@@ -1,4 +1,7 @@
-"""The Store port: chats, messages, runs and summaries, with ownership checked on every read."""
+"""The Store port, by role: chats and messages, turns and runs, frontend waits, memory (read and kept).
+
+`Store` is their union, which `TableStore` implements; each consumer takes the narrowest role it uses.
+"""
 
 from __future__ import annotations
 
@@ -65,8 +68,8 @@ class DuplicateRequest(Exception):
         self.run = run
 
 
-class Store(Protocol):
-    """Async persistence for the agent. Reads of user-owned objects take the caller's userId."""
+class ChatStore(Protocol):
+    """Chats and their messages. Reads of a user's chat take the caller's userId."""
 
     async def create_chat(self, chat: Chat) -> Chat: ...
 
@@ -76,13 +79,19 @@ class Store(Protocol):
 
     async def delete_chat(self, chat_id: str, user_id: str) -> bool: ...
 
-    async def load_turn_context(self, chat_id: str, user_id: str) -> TurnContext | None: ...
-
     async def list_messages(self, chat_id: str, user_id: str, limit: int, cursor: str | None) -> MessagePage | None: ...
 
     async def recent_messages(self, chat_id: str, after_id: str | None, limit: int) -> RecentMessages: ...
 
     async def messages_between(self, chat_id: str, after_id: str | None, upto_id: str | None) -> list[Message]: ...
+
+    async def add_messages(self, chat_id: str, messages: list[Message]) -> None: ...
+
+
+class TurnStore(Protocol):
+    """Turns and their runs: the chat's lease, a turn's begin and end, run records, cancellation."""
+
+    async def load_turn_context(self, chat_id: str, user_id: str) -> TurnContext | None: ...
 
     async def begin_turn(
         self, chat: Chat, run: Run, user_message: Message, lease_ms: int, plan: SessionPlan | None = None
@@ -98,13 +107,7 @@ class Store(Protocol):
 
     async def renew_lease(self, chat_id: str, run_id: str, expires_at: int) -> bool: ...
 
-    async def add_messages(self, chat_id: str, messages: list[Message]) -> None: ...
-
     async def get_run(self, chat_id: str, run_id: str) -> Run | None: ...
-
-    async def get_summary(self, chat_id: str) -> Summary | None: ...
-
-    async def replace_summary(self, summary: Summary, expected_version: int | None) -> bool: ...
 
     async def list_runs(self, chat_id: str, limit: int, cursor: str | None) -> tuple[list[Run], str | None]: ...
 
@@ -114,13 +117,41 @@ class Store(Protocol):
 
     async def is_cancel_requested(self, chat_id: str, run_id: str) -> bool: ...
 
+    async def fail_stale_run(self, chat_id: str, run_id: str, now_ms: int, *, release_lease: bool = True) -> bool: ...
+
+
+class WaitStore(Protocol):
+    """Frontend tool calls waiting for the browser's params (POST /api/ap/submit)."""
+
     async def create_wait(self, wait: Wait) -> None: ...
 
     async def get_wait(self, run_id: str, tool_id: str) -> Wait | None: ...
 
     async def submit_wait(self, run_id: str, tool_id: str, user_id: str, params: object, now_s: int) -> bool: ...
 
+
+class MemoryReader(Protocol):
+    """What is read of a user's memory to answer about it (the memory tools, time-query recall): the
+    profile, daily and session summaries, and the messages of a span."""
+
     async def get_profile(self, user_id: str) -> Profile | None: ...
+
+    async def daily_range(self, user_id: str, start: str, end: str) -> list[DailySummary]: ...
+
+    async def chats_active_since(self, user_id: str, since_ms: int) -> list[Chat]: ...
+
+    async def list_sessions(self, chat_id: str) -> list[SessionSummary]: ...
+
+    async def messages_between(self, chat_id: str, after_id: str | None, upto_id: str | None) -> list[Message]: ...
+
+
+class MemoryStore(MemoryReader, Protocol):
+    """Memory as the jobs keep it: a chat's rolling summary, sessions and their idle index, day markers,
+    daily summaries and profiles."""
+
+    async def get_summary(self, chat_id: str) -> Summary | None: ...
+
+    async def replace_summary(self, summary: Summary, expected_version: int | None) -> bool: ...
 
     async def put_profile(self, profile: Profile) -> None: ...
 
@@ -132,8 +163,6 @@ class Store(Protocol):
 
     async def put_session(self, session: SessionSummary) -> bool: ...
 
-    async def list_sessions(self, chat_id: str) -> list[SessionSummary]: ...
-
     def idle_candidate_pages(
         self, shard: int, due_by_ms: int, page_size: int | None = None
     ) -> AsyncIterator[list[Chat]]: ...
@@ -141,8 +170,6 @@ class Store(Protocol):
     async def move_idle_due(self, chat_id: str, session_id: str, due_ms: int) -> bool: ...
 
     async def close_session(self, chat_id: str, session_id: str) -> bool: ...
-
-    async def fail_stale_run(self, chat_id: str, run_id: str, now_ms: int, *, release_lease: bool = True) -> bool: ...
 
     def day_mark_pages(
         self, bucket: str, shard: int, closed_by_ms: int, page_size: int | None = 1000
@@ -152,10 +179,11 @@ class Store(Protocol):
 
     async def mark_day_done(self, user_id: str, date: str, at_ms: int) -> None: ...
 
-    async def chats_active_since(self, user_id: str, since_ms: int) -> list[Chat]: ...
-
     async def put_daily(self, day: DailySummary) -> None: ...
 
-    async def daily_range(self, user_id: str, start: str, end: str) -> list[DailySummary]: ...
-
     async def put_daily_message(self, message: Message) -> None: ...
+
+
+class Store(ChatStore, TurnStore, WaitStore, MemoryStore, Protocol):
+    """Every role at once, as the composition root builds it (TableStore); a consumer takes the narrowest role
+    it uses."""

@@ -58,7 +58,7 @@ class HierarchyStore:
         return True
 
     async def list_sessions(self, chat_id: str) -> list[SessionSummary]:
-        page = await self.table.query(it.chat_pk(chat_id), SkRange(begins_with="SESSION#"), limit=1000)
+        page = await self.table.query(it.chat_pk(chat_id), SkRange(begins_with=it.SESSION_PREFIX), limit=1000)
         return [it.session_from_item(i) for i in page.items]
 
     async def idle_candidate_pages(
@@ -170,7 +170,8 @@ class HierarchyStore:
         await self.table.put(it.daily_to_item(day))
 
     async def daily_range(self, user_id: str, start: str, end: str) -> list[DailySummary]:
-        page = await self.table.query(it.user_pk(user_id), SkRange(low=f"DAY#{start}", high=f"DAY#{end}"), limit=400)
+        days = SkRange(low=f"{it.DAY_PREFIX}{start}", high=f"{it.DAY_PREFIX}{end}")
+        page = await self.table.query(it.user_pk(user_id), days, limit=400)
         return [it.daily_from_item(i) for i in page.items]
 
     async def put_daily_message(self, message: Message) -> None:

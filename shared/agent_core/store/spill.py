@@ -1,17 +1,24 @@
 """Items that could cross DynamoDB's 400 KB limit keep their largest text attributes in S3.
 
+The one place that decides inline or S3, for every item the store writes (messages, runs with their replay
+snapshots, stored Responses): callers hand the store whole values and get whole values back.
+
 Before an item is written its DynamoDB size is computed (`item_size`); while it exceeds
 `INLINE_ITEM_BYTES`, the largest string attribute that is not a key moves to S3 under a key derived from
 the item's own key and the attribute's name, and the item lists it in `spilled`. The object key is
 deterministic, so writing it again (a retried turn end) overwrites the same object with the same bytes.
-Reads put the parts back (`restore`), so callers see whole items.
+Reads put the parts back (`restore`), so callers see whole items. Items written by earlier versions name
+one object holding part of them (`snapshotKey`: a run's replay snapshot; `bodyKey`: a Response's body);
+`restore` reads those back the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from collections import OrderedDict
+from collections.abc import Callable
 
 from agent_core.observability import logger
 from agent_core.store.blob import BlobStore
@@ -32,9 +39,32 @@ def spill_key(pk: str, sk: str, attr: str) -> str:
     return f"spill/{pk.replace('#', '/')}/{sk.replace('#', '/')}/{attr}"
 
 
-def chat_spill_prefix(chat_id: str) -> str:
-    """Every spilled part of one chat's items (its deletion removes them)."""
-    return f"spill/CHAT/{chat_id}/"
+def item_spill_prefix(pk: str, sk: str) -> str:
+    """Every spilled part of one item."""
+    return f"spill/{pk.replace('#', '/')}/{sk.replace('#', '/')}/"
+
+
+def chat_spill_prefixes(chat_id: str) -> tuple[str, ...]:
+    """Every spilled part of one chat's items (its deletion removes them), replay snapshots that earlier
+    versions kept under `snapshots/{chat}/` included."""
+    return f"spill/CHAT/{chat_id}/", f"snapshots/{chat_id}/"
+
+
+def _whole_attribute(name: str) -> Callable[[bytes], Item]:
+    return lambda body: {name: body.decode("utf-8")}
+
+
+def _attributes(body: bytes) -> Item:
+    parts: Item = json.loads(body)
+    return parts
+
+
+# Attributes of items written by earlier versions that name one object holding part of the item, and how
+# that object's body becomes the attributes it replaces.
+LEGACY_PARTS: dict[str, Callable[[bytes], Item]] = {
+    "snapshotKey": _whole_attribute("snapshot"),  # a run's replay snapshot (JSON), `snapshots/{chat}/{run}.json`
+    "bodyKey": _attributes,  # a Response's input, output, usage and body attributes, `responses/{id}.json`
+}
 
 
 def plan_spill(item: Item, budget: int = INLINE_ITEM_BYTES) -> tuple[Item, dict[str, bytes]]:
@@ -95,15 +125,27 @@ class Spiller:
 
     async def restore(self, items: list[Item]) -> list[Item]:
         """The items with their spilled parts read back (in parallel)."""
-        pending = [(item, name) for item in items for name in item.get(SPILLED) or []]
+        pending = [(i, name, spill_key(i[PK], i[SK], name)) for i in items for name in i.get(SPILLED) or []]
+        pending += [(i, name, i[name]) for i in items for name in LEGACY_PARTS if i.get(name)]
         if not pending:
             return items
-        bodies = await asyncio.gather(*(self.blobs.get(spill_key(i[PK], i[SK], name)) for i, name in pending))
-        for (item, name), blob in zip(pending, bodies, strict=True):
+        bodies = await asyncio.gather(*(self.blobs.get(key) for _, _, key in pending))
+        for (item, name, _), blob in zip(pending, bodies, strict=True):
             if blob is None:
                 logger.error("spilled attribute missing", extra={"pk": item[PK], "sk": item[SK], "attribute": name})
-                continue
-            item[name] = blob.body.decode("utf-8")
+            elif name in LEGACY_PARTS:
+                item.update(LEGACY_PARTS[name](blob.body))
+            else:
+                item[name] = blob.body.decode("utf-8")
         for item in items:
             item.pop(SPILLED, None)
+            for name in LEGACY_PARTS:
+                item.pop(name, None)
         return items
+
+    async def forget(self, item: Item) -> None:
+        """Delete the objects holding parts of an item (before the item itself: a failure leaves the way to them)."""
+        await self.blobs.delete_prefix(item_spill_prefix(item[PK], item[SK]))
+        for name in LEGACY_PARTS:
+            if item.get(name):
+                await self.blobs.delete_prefix(item[name])

@@ -1,4 +1,4 @@
-"""TableStore: every Store operation, written once on the Table port (DynamoDB or in-memory)."""
+"""TableStore: every Store role, written once on the Table port (DynamoDB, SQLite or in-memory)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from agent_core.store.base import (
     MessagePage,
     RecentMessages,
     SessionChanged,
+    Store,
     TurnContext,
 )
 from agent_core.store.blob import BlobStore
@@ -34,7 +35,7 @@ from agent_core.store.cursor import decode_cursor, encode_cursor
 from agent_core.store.hierarchy import HierarchyStore
 from agent_core.store.item_size import item_size
 from agent_core.store.schema import GSI1, GSI2, GSI3, PK, SK
-from agent_core.store.spill import Spiller, chat_spill_prefix
+from agent_core.store.spill import Spiller, chat_spill_prefixes
 from agent_core.store.table import (
     Condition,
     ConditionFailed,
@@ -70,8 +71,9 @@ def _checked_cursor(cursor: str | None, attr: str, expected: str) -> Item | None
     return start
 
 
-class TableStore(HierarchyStore):
-    """The Store port over one table."""
+class TableStore(HierarchyStore, Store):
+    """Every role of the Store port over one table: chats and messages, turns and runs, frontend waits here,
+    memory in `HierarchyStore`."""
 
     def __init__(self, table: Table, blobs: BlobStore | None = None) -> None:
         self.table = table
@@ -114,7 +116,8 @@ class TableStore(HierarchyStore):
             return False
         if self.spiller is not None:
             # Spilled parts first: a failure half-way leaves the chat listed, and deleting it again works.
-            await self.spiller.blobs.delete_prefix(chat_spill_prefix(chat_id))
+            for prefix in chat_spill_prefixes(chat_id):
+                await self.spiller.blobs.delete_prefix(prefix)
         keys = [{PK: i[PK], SK: i[SK]} async for i in self._partition(it.chat_pk(chat_id)) if i[SK] != it.META]
         # Each run's own partition (pointer, frontend waits) before the chat's RUN item that leads to it,
         # the chat's items next, META last: a failure at any point leaves the path to what is still there.

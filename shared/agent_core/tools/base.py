@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from pydantic import BaseModel
 
 from agent_core.config import Settings
-from agent_core.store.base import Store
+from agent_core.store.base import MemoryReader
 from agent_core.store.blob import BlobStore
 
 ToolKind = Literal["backend", "mcp", "frontend", "action"]
@@ -37,7 +37,7 @@ class ToolContext:
     tool_call_id: str = ""
     blobs: BlobStore | None = None
     frontend: FrontendBridge | None = None
-    store: Store | None = None
+    memory: MemoryReader | None = None  # the user's memory, read-only (the memory tools)
     public_base_url: str = ""  # where clients reach the API (no trailing slash); '' for root-relative links
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
@@ -41,18 +40,6 @@ async def chats(
     return {"items": items, "nextCursor": page.next_cursor}
 
 
-async def load_snapshot(ctx: AppContext, run: Run) -> list[dict[str, Any]]:
-    """A run's replay events: inline on its RUN item, or in S3 when it was large."""
-    if run.snapshot is not None:
-        return run.snapshot
-    if run.snapshot_key and ctx.deps.blobs is not None:
-        blob = await ctx.deps.blobs.get(run.snapshot_key)
-        if blob is not None:
-            loaded: list[dict[str, Any]] = json.loads(blob.body)
-            return loaded
-    return []
-
-
 async def _raw_messages(ctx: AppContext, chat_id: str, runs: list[Run]) -> list[dict[str, Any]]:
     """The page's messages in OpenAI chat format: only the span its runs cover (ids sort by time)."""
     if not runs:
@@ -80,7 +67,7 @@ async def chat(
     runs, next_cursor = await ctx.deps.store.list_runs(chat_id, limit, cursor)
     events: list[dict[str, Any]] = []
     for run in runs:
-        events += await load_snapshot(ctx, run)
+        events += run.snapshot or []  # read back whole by the store, wherever it keeps it
     body: dict[str, Any] = {"chatId": chat_id, "chatName": record.title, "events": events, "nextCursor": next_cursor}
     if include_raw_messages:
         body["rawMessages"] = await _raw_messages(ctx, chat_id, runs)

@@ -11,7 +11,6 @@ from pydantic import Field
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now, request_timezone
 from agent_core.api.openapi import EventStreamResponse, error_responses
-from agent_core.api.routes.history import load_snapshot
 from agent_core.api.schemas import Body
 from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
 from agent_core.context import AppContext
@@ -45,7 +44,7 @@ def _replayed(ctx: AppContext, result: TurnResult) -> Messages:
         run = None
         if result.chat_id and result.run_id:
             run = await ctx.deps.store.get_run(result.chat_id, result.run_id)
-        snapshot = await load_snapshot(ctx, run) if run is not None else []
+        snapshot = (run.snapshot if run is not None else None) or []
         for entry in snapshot:
             yield sse_message(entry)
         if not snapshot:

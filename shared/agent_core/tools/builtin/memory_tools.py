@@ -24,9 +24,9 @@ class GetUserProfileTool(Tool):
 
     async def run(self, args: Any, ctx: ToolContext) -> Any:
         assert isinstance(args, ProfileArgs)
-        if ctx.store is None:
+        if ctx.memory is None:
             raise ToolFailure("error", "unavailable", "no profile store")
-        profile = await ctx.store.get_profile(ctx.user_id)
+        profile = await ctx.memory.get_profile(ctx.user_id)
         facts = facts_for(profile, args.aspect)
         return {"facts": [{"aspect": f.aspect, "key": f.key, "value": f.value, "since": f.source_date} for f in facts]}
 
@@ -45,14 +45,14 @@ class SearchChatHistoryTool(Tool):
 
     async def run(self, args: Any, ctx: ToolContext) -> Any:
         assert isinstance(args, HistoryArgs)
-        if ctx.store is None:
+        if ctx.memory is None:
             raise ToolFailure("error", "unavailable", "no history store")
         try:
             span = parse_range_args(args.time_range, args.start, args.end, ctx.timezone, ctx.now)
         except ValueError as exc:
             raise ToolFailure("error", "invalid_arguments", str(exc)) from exc
         tz = zone(ctx.timezone, ctx.settings.default_timezone)
-        found = await recall(ctx.store, ctx.user_id, span, tz, detail=bool(args.query))
+        found = await recall(ctx.memory, ctx.user_id, span, tz, detail=bool(args.query))
         records = found.text()
         if args.query:
             words = [w.lower() for w in args.query.split() if w]
