@@ -21,7 +21,7 @@ from agent_core.llm.tokens import estimate_messages
 from agent_core.memory.summarize import transcript
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from bench.common import make_settings, quiet_observability
 
 LATENCY_S = 0.2

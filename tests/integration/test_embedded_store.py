@@ -19,7 +19,7 @@ from agent_core.errors import RunInProgress, ServiceUnavailable
 from agent_core.jobs.inprocess import InProcessWorkQueue
 from agent_core.store.embedded import close_embedded
 from agent_core.store.file_blob import FileBlobStore
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from agent_core.store.schema import PK, SK
 from agent_core.store.sqlite_db import SqliteDatabase
 from agent_core.store.sqlite_jobs import SqliteJobJournal

@@ -15,7 +15,7 @@ from agent_core.context import AppContext, build_context
 from agent_core.domain.models import DailySummary, Profile, ProfileFact
 from agent_core.jobs.scheduled import run_daily_summary, run_idle_sessions
 from agent_core.store import items as it
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from tests.support.fake_llm import ScriptedLlm
 from tests.support.fixtures import make_settings
 from tests.support.sse import events_in

@@ -140,5 +140,5 @@ def test_strategies_composer_and_recall_see_only_the_run_protocol() -> None:
     machinery = {f"{RUNTIME}.{name}" for name in ("loop", "router", "turn", "finish", "deps", "step")}
     graph = import_graph()
     users = [m for m in _runtime_modules() if m.startswith(f"{RUNTIME}.strategies")]
-    users += [f"{RUNTIME}.composer", f"{RUNTIME}.recall", f"{RUNTIME}.run_protocol"]
+    users += [f"{RUNTIME}.composer", f"{RUNTIME}.history_answer", f"{RUNTIME}.run_protocol"]
     assert {m: graph[m] & machinery for m in users if graph[m] & machinery} == {}

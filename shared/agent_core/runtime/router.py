@@ -21,7 +21,7 @@ from agent_core.domain.events import Event, RunRoute
 from agent_core.domain.models import ToolCall
 from agent_core.memory.calendar import zone
 from agent_core.memory.time_query import TimeRange, detect, is_history_only
-from agent_core.runtime.recall import answer_from_history
+from agent_core.runtime.history_answer import answer_from_history
 from agent_core.runtime.run_protocol import AgentRun
 from agent_core.runtime.strategies.chain import chain_strategy
 from agent_core.runtime.strategies.direct import direct_strategy

@@ -21,8 +21,16 @@ if TYPE_CHECKING:
     local: tuple[APIRouter, ...]
 
 _GROUPS: dict[str, tuple[str, ...]] = {
-    "chat": ("conversations", "history", "agents", "memory"),
-    "stream_routes": ("stream", "chain", "responses", "openai_conversations", "chat_completions", "ui_stream", "ag_ui"),
+    "chat": ("conversations", "history", "agents", "profile"),
+    "stream_routes": (
+        "stream",
+        "chat_stream",
+        "responses",
+        "openai_conversations",
+        "chat_completions",
+        "ui_stream",
+        "ag_ui",
+    ),
     "submit_routes": ("submit",),
     "data_routes": ("data",),
     "dev_routes": ("dev",),  # the local server only; 404 in Lambda

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from zoneinfo import ZoneInfo
 
 from agent_core.domain.events import Event, RunRoute
-from agent_core.memory.recall import recall
+from agent_core.memory.history_records import recall
 from agent_core.memory.time_query import TimeRange, is_detail_question
 from agent_core.runtime.run_protocol import AgentRun
 from agent_core.runtime.strategies.function import answer_step
