@@ -1,6 +1,6 @@
 """The runtime's import graph has no cycle, and none is hidden behind TYPE_CHECKING or function-level imports.
 
-Strategies, the composer and recall depend on `runtime/run_protocol.py`, never on the runner that
+Strategies, the composer and the history answer depend on `runtime/run_protocol.py`, never on the runner that
 implements it; the runner depends on the router, the router on the strategies.
 """
 
