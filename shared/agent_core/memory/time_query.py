@@ -52,6 +52,8 @@ from itertools import pairwise
 from typing import TypeAlias
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from agent_core.domain.text import CJK_IDEOGRAPHS
+
 __all__ = ["TimeRange", "detect", "is_detail_question", "is_history_only", "parse_range_args"]
 
 
@@ -547,7 +549,7 @@ _FILLER_ZH = re.compile(
     r"我们|你|我|请|谢谢|详细|具体|一点|一下|简单|总结|说说|告诉|呢|吗|吧|啊|呀|了|的|和|再|都|也|那|这"
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z']+")
-_HAN = re.compile(r"[\u3400-\u9fff]")
+_HAN = re.compile(f"[{CJK_IDEOGRAPHS}]")
 
 
 def _other_request(clause: str) -> bool:
