@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from agent_core.store.item_size import ITEM_LIMIT_BYTES, item_size
 from agent_core.store.schema import INDEXES, PK, SK, TTL_ATTRIBUTE
 from agent_core.store.sqlite_db import SqliteDatabase, prefix_end
 from agent_core.store.table import (
@@ -34,40 +35,17 @@ from agent_core.store.table import (
 
 T = TypeVar("T")
 
-# DynamoDB refuses an item over 400 KB (attribute names and values together); so does this table, so that
-# what fails in production fails locally too.
-MAX_ITEM_BYTES = 400 * 1024
-
 
 class ItemTooLarge(ValueError):
     """An item over DynamoDB's item size limit (DynamoDB answers ValidationException)."""
 
 
-def _size(value: Any) -> int:
-    """An attribute value's size as DynamoDB counts it (numbers approximately)."""
-    if isinstance(value, str):
-        return len(value.encode())
-    if isinstance(value, bool) or value is None:
-        return 1
-    if isinstance(value, int | float):
-        return len(str(abs(value)).strip("0").replace(".", "")) // 2 + 1
-    if isinstance(value, bytes):
-        return len(value)
-    if isinstance(value, dict):
-        return 3 + sum(len(str(k).encode()) + _size(v) + 1 for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return 3 + sum(_size(v) + 1 for v in value)
-    return len(str(value).encode())
-
-
-def item_size(item: Item) -> int:
-    return sum(len(name.encode()) + _size(value) for name, value in item.items())
-
-
 def _checked_size(item: Item) -> Item:
+    """DynamoDB refuses an item over 400 KB (names and values together); so does this table, so that what
+    fails in production fails locally too."""
     size = item_size(item)
-    if size > MAX_ITEM_BYTES:
-        raise ItemTooLarge(f"item {item.get(PK)!r}/{item.get(SK)!r} is {size} bytes, over the {MAX_ITEM_BYTES} limit")
+    if size > ITEM_LIMIT_BYTES:
+        raise ItemTooLarge(f"item {item.get(PK)!r}/{item.get(SK)!r} is {size} bytes, over the {ITEM_LIMIT_BYTES} limit")
     return item
 
 
