@@ -171,7 +171,7 @@ async def settle_answer(
 
 
 async def answer_step(r: AgentRun, messages: list[dict[str, Any]]) -> AsyncIterator[Event]:
-    """One streamed answer call offering no tools (direct answers, recall)."""
+    """One streamed answer call offering no tools (direct answers, the history answer)."""
     step = r.model_step(messages)
     async for event in step:
         yield event
