@@ -1,4 +1,4 @@
-"""docs/howto.md's examples, run as written: the word_count tool and the outline strategy, through real turns."""
+"""The how-tos' examples, run as written through real turns: docs/howto-tool.md and docs/howto-strategy.md."""
 
 from __future__ import annotations
 
@@ -19,15 +19,16 @@ from tests.support.fake_llm import Reply, ScriptedLlm
 from tests.support.fixtures import make_settings
 from tests.support.runs import run_turn, text
 
-HOWTO = Path(__file__).resolve().parents[2] / "docs" / "howto.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 _BLOCK = re.compile(r"```python\n(# example: [^\n]*)\n(.*?)```", re.DOTALL)
 
 
-def example(title: str) -> dict[str, Any]:
-    """The names a code block of the how-to defines, executed as a module of its own."""
-    blocks = {heading.removeprefix("# example: "): code for heading, code in _BLOCK.findall(HOWTO.read_text("utf-8"))}
+def example(doc: str, title: str) -> dict[str, Any]:
+    """The names a code block of a how-to defines, executed as a module of its own."""
+    path = DOCS / doc
+    blocks = {heading.removeprefix("# example: "): code for heading, code in _BLOCK.findall(path.read_text("utf-8"))}
     namespace: dict[str, Any] = {"__name__": f"howto_{title.replace(' ', '_')}"}
-    exec(compile(blocks[title], f"{HOWTO}: {title}", "exec"), namespace)
+    exec(compile(blocks[title], f"{path}: {title}", "exec"), namespace)
     return namespace
 
 
@@ -38,7 +39,7 @@ def _context(llm: ScriptedLlm, agent: AgentDefinition, audit: list[dict[str, Any
 
 
 async def test_the_tool_of_the_howto_is_called_governed_and_audited() -> None:
-    tool = example("the word_count tool")["WordCountTool"]()
+    tool = example("howto-tool.md", "the word_count tool")["WordCountTool"]()
     llm = ScriptedLlm(
         Reply(tool_calls=[("c1", "word_count", {"text": "one two three"}), ("c2", "word_count", {"text": " "})]),
         Reply(text="Three words; the second text has none."),
@@ -60,7 +61,7 @@ async def test_the_tool_of_the_howto_is_called_governed_and_audited() -> None:
 
 
 async def test_governance_denies_the_tool_of_the_howto_when_not_allowed() -> None:
-    tool = example("the word_count tool")["WordCountTool"]()
+    tool = example("howto-tool.md", "the word_count tool")["WordCountTool"]()
     llm = ScriptedLlm(Reply(text="I cannot count here."))
     audit: list[dict[str, Any]] = []
     agent = AgentDefinition(key="writer", name="Writer", tools=["word_count"])
@@ -78,7 +79,7 @@ async def test_governance_denies_the_tool_of_the_howto_when_not_allowed() -> Non
 
 
 async def test_the_strategy_of_the_howto_runs_as_a_mode(monkeypatch: pytest.MonkeyPatch) -> None:
-    strategy = example("the outline strategy")["outline_strategy"]
+    strategy = example("howto-strategy.md", "the outline strategy")["outline_strategy"]
     monkeypatch.setitem(router.STRATEGIES, "outline", strategy)  # what adding it to STRATEGIES does
     # ... and what adding "outline" to AgentDefinition.mode allows (construct skips that Literal's check)
     agent = AgentDefinition.model_construct(key="planner", name="Planner", mode="outline")
