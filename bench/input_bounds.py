@@ -1,4 +1,4 @@
-"""The issue's oversized requests against `agent-core serve`: each refused before any work, server memory flat.
+"""Oversized requests against `agent-core serve`: each refused before any work, server memory flat.
 
 `python -m bench.input_bounds`: a 60 MB /v1/responses body (2,000 input items of 30 KB), 262,144 characters
 of instructions, a 500 KB item to /v1/conversations and an 80 MB body with no Content-Length (chunked).

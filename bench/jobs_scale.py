@@ -21,9 +21,9 @@ from agent_core.jobs.daily import run_daily_summary
 from agent_core.jobs.sqs import SqsWorkQueue
 from agent_core.jobs.worker import process_batch
 from agent_core.llm.base import LlmDelta, LlmRequest
-from agent_core.memory.sessions import daymark_for
+from agent_core.memory.session_rules import daymark_for
 from agent_core.store import items as it
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from agent_core.store.schema import GSI3
 from bench.common import DdbCallLog, make_settings, moto_aws, moto_table, quiet_observability
 

@@ -1,8 +1,8 @@
-"""History query on a busy day: the seed's old path vs ours.
+"""History query on a busy day: the usual two-call path vs ours.
 
-Old path (the seed): an LLM call decides it is a history question, the day's raw messages are searched,
-and a second LLM call answers with them. Ours: the rule-based detector, the precomputed daily summary,
-one LLM call. The model is an in-process stub with a fixed latency per call.
+Old path (an agent without the fast path): an LLM call decides it is a history question, the day's raw
+messages are searched, and a second LLM call answers with them. Ours: the rule-based detector, the
+precomputed daily summary, one LLM call. The model is an in-process stub with a fixed latency per call.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from agent_core.llm.tokens import estimate_messages
 from agent_core.memory.summarize import transcript
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from bench.common import make_settings, quiet_observability
 
 LATENCY_S = 0.2
@@ -86,7 +86,7 @@ async def _ours() -> dict[str, Any]:
 
 
 async def _old() -> dict[str, Any]:
-    """The seed's path, reproduced: detect with the LLM, then answer from the raw day."""
+    """The two-call path, reproduced: detect with the LLM, then answer from the raw day."""
     model = StubModel()
     started = time.perf_counter()
     detect = [

@@ -23,7 +23,7 @@ from agent_core.llm.base import LlmDelta, LlmRequest, ToolCallFragment
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from agent_core.tools.base import Tool, ToolContext
 from bench.common import make_settings, quiet_observability
 

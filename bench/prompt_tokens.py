@@ -22,7 +22,7 @@ from agent_core.llm.base import LlmRequest
 from agent_core.llm.tokens import estimate_text
 from agent_core.runtime.blocking import run_blocking
 from agent_core.runtime.turn import TurnRequest
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from bench.common import USER_MESSAGE, FakeLlm, after_turn, make_settings, open_chat, quiet_observability
 
 CHECKPOINTS = (10, 100, 1000)

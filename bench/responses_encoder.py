@@ -26,7 +26,7 @@ from agent_core.openai_api.request import ResponseCreate
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from bench.common import make_settings, percentile, quiet_observability
 
 DELTAS = 2000

@@ -17,7 +17,7 @@ from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import build_context
 from agent_core.llm.openai_client import OpenAiLlmClient
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from bench.common import make_settings, percentile, quiet_observability
 from tests.support.openai_stub import OpenAiStub, StubScript
 from tests.support.server import serve

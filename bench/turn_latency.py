@@ -24,7 +24,7 @@ from agent_core.context import build_context
 from agent_core.runtime.blocking import run_blocking
 from agent_core.runtime.turn import TurnRequest
 from agent_core.store.dynamodb import DynamoTable
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from agent_core.store.table import Table
 from bench.common import (
     USER_MESSAGE,

@@ -31,84 +31,247 @@ StrList = Annotated[list[str], NoDecode]
 
 
 class Settings(BaseSettings):
-    """Every setting of the product, with its default (README.md "Configuration")."""
+    """Every setting of the product: its variable, default and description (the table in docs/settings.md)."""
 
     model_config = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=True)
 
-    storage: Literal["embedded", "aws", "memory"] = Field("embedded", alias="AGENT_STORAGE")
-    table_name: str = Field("agent-core-local", alias="AGENT_TABLE_NAME")
-    data_bucket: str = Field("agent-core-local-data", alias="AGENT_DATA_BUCKET")
-    work_queue_url: str = Field("", alias="AGENT_WORK_QUEUE_URL")
-    # Embedded storage (the local server): the SQLite database and data files live in this directory.
-    data_dir: str = Field(".agent-core", alias="AGENT_DATA_DIR")
+    storage: Literal["embedded", "aws", "memory"] = Field(
+        "embedded",
+        alias="AGENT_STORAGE",
+        description="Where data lives: `embedded` (SQLite and files in AGENT_DATA_DIR, the local server), `aws` "
+        "(DynamoDB and S3; always in Lambda, whatever this says), `memory` (one process, for tests)",
+    )
+    table_name: str = Field("agent-core-local", alias="AGENT_TABLE_NAME", description="The DynamoDB table (`aws`)")
+    data_bucket: str = Field(
+        "agent-core-local-data", alias="AGENT_DATA_BUCKET", description="The S3 bucket of saved data files (`aws`)"
+    )
+    work_queue_url: str = Field(
+        "",
+        alias="AGENT_WORK_QUEUE_URL",
+        description="The SQS queue of background jobs in Lambda; empty, or off Lambda: an in-process queue",
+    )
+    data_dir: str = Field(
+        ".agent-core",
+        alias="AGENT_DATA_DIR",
+        description="Embedded storage's directory: the SQLite database and saved files (one server per directory)",
+    )
 
-    model: str = Field("gpt-4.1-mini", alias="AGENT_MODEL")
-    llm_provider: Literal["openai", "azure", "bedrock", "offline", ""] = Field("", alias="AGENT_LLM_PROVIDER")
-    openai_base_url: str = Field("", alias="OPENAI_BASE_URL")
-    openai_api_key: str = Field("", alias="OPENAI_API_KEY", repr=False)
-    llm_api_key_secret: str = Field("", alias="AGENT_LLM_API_KEY_SECRET")
-    llm_timeout_s: float = Field(60.0, alias="AGENT_LLM_TIMEOUT_S")
-    llm_max_retries: int = Field(3, alias="AGENT_LLM_MAX_RETRIES")
-    azure_api_version: str = Field("2024-10-21", alias="OPENAI_API_VERSION")
-    # Further `provider:model` entries (split on the first colon) tried in order when a call fails before output.
-    llm_fallback: StrList = Field(default_factory=list, alias="AGENT_LLM_FALLBACK")
+    model: str = Field("gpt-4.1-mini", alias="AGENT_MODEL", description="The model of agents that name none")
+    llm_provider: Literal["openai", "azure", "bedrock", "offline", ""] = Field(
+        "",
+        alias="AGENT_LLM_PROVIDER",
+        description="The model provider; empty: `openai` when an endpoint or key is set, else `offline` "
+        "(the built-in offline model, no network)",
+    )
+    openai_base_url: str = Field(
+        "", alias="OPENAI_BASE_URL", description="An OpenAI-compatible endpoint (Azure: the resource's endpoint)"
+    )
+    openai_api_key: str = Field(
+        "", alias="OPENAI_API_KEY", repr=False, description="The endpoint's API key (a secret: never logged)"
+    )
+    llm_api_key_secret: str = Field(
+        "",
+        alias="AGENT_LLM_API_KEY_SECRET",
+        description="A Secrets Manager secret holding the API key, read when OPENAI_API_KEY is empty (deployed)",
+    )
+    llm_timeout_s: float = Field(60.0, alias="AGENT_LLM_TIMEOUT_S", description="Seconds a model call may take")
+    llm_max_retries: int = Field(
+        3,
+        alias="AGENT_LLM_MAX_RETRIES",
+        description="Retries of a model call that failed before any output (rate limits, 5xx, connection errors)",
+    )
+    azure_api_version: str = Field(
+        "2024-10-21", alias="OPENAI_API_VERSION", description="The Azure OpenAI API version (`azure`)"
+    )
+    llm_fallback: StrList = Field(
+        default_factory=list,
+        alias="AGENT_LLM_FALLBACK",
+        description="Further `provider:model` entries (split on the first colon; provider openai, azure or "
+        "bedrock), tried in order when a call fails before any output",
+    )
 
-    auth_mode: Literal["none", "jwt", "iam"] = Field("none", alias="AGENT_AUTH_MODE")
-    jwt_issuer: str = Field("", alias="AGENT_JWT_ISSUER")
-    jwt_audience: str = Field("", alias="AGENT_JWT_AUDIENCE")
-    jwt_jwks_url: str = Field("", alias="AGENT_JWT_JWKS_URL")
+    auth_mode: Literal["none", "jwt", "iam"] = Field(
+        "none",
+        alias="AGENT_AUTH_MODE",
+        description="Who the caller is: `none` (X-User-Id, else the bearer token, else local-user), `jwt` (a "
+        "verified JWT's `sub`), `iam` (the IAM principal API Gateway verified)",
+    )
+    jwt_issuer: str = Field("", alias="AGENT_JWT_ISSUER", description="The JWTs' required `iss` (`jwt`)")
+    jwt_audience: str = Field("", alias="AGENT_JWT_AUDIENCE", description="The JWTs' required `aud` (`jwt`)")
+    jwt_jwks_url: str = Field(
+        "", alias="AGENT_JWT_JWKS_URL", description="Where the JWT signing keys are fetched (`jwt`)"
+    )
 
-    tools_allowed: StrList = Field(default_factory=lambda: ["*"], alias="AGENT_TOOLS_ALLOWED")
-    permissions_granted: StrList = Field(default_factory=lambda: ["*"], alias="AGENT_PERMISSIONS_GRANTED")
-    tool_max_input_bytes: int = Field(16384, alias="AGENT_TOOL_MAX_INPUT_BYTES")
-    tool_max_output_bytes: int = Field(65536, alias="AGENT_TOOL_MAX_OUTPUT_BYTES")
-    tool_timeout_ms: int = Field(10000, alias="AGENT_TOOL_TIMEOUT_MS")
-    http_allowed_hosts: StrList = Field(default_factory=list, alias="AGENT_HTTP_ALLOWED_HOSTS")
+    tools_allowed: StrList = Field(
+        default_factory=lambda: ["*"],
+        alias="AGENT_TOOLS_ALLOWED",
+        description="Tool names any agent may call (`*`: every one); others are denied `not_allowed`",
+    )
+    permissions_granted: StrList = Field(
+        default_factory=lambda: ["*"],
+        alias="AGENT_PERMISSIONS_GRANTED",
+        description="Permissions granted to tools (`*`: all); a tool needing another is denied `missing_permission`",
+    )
+    tool_max_input_bytes: int = Field(
+        16384, alias="AGENT_TOOL_MAX_INPUT_BYTES", description="Largest tool-call arguments, in UTF-8 bytes"
+    )
+    tool_max_output_bytes: int = Field(
+        65536, alias="AGENT_TOOL_MAX_OUTPUT_BYTES", description="Largest tool result, in UTF-8 bytes of its JSON"
+    )
+    tool_timeout_ms: int = Field(
+        10000, alias="AGENT_TOOL_TIMEOUT_MS", description="How long one tool call may run (a tool may set its own)"
+    )
+    http_allowed_hosts: StrList = Field(
+        default_factory=list,
+        alias="AGENT_HTTP_ALLOWED_HOSTS",
+        description="Host names `http_get` may fetch even when they resolve to private or local addresses",
+    )
 
-    max_message_bytes: int = Field(32768, alias="AGENT_MAX_MESSAGE_BYTES")
-    memory_window: int = Field(20, alias="AGENT_MEMORY_WINDOW")
-    memory_compact_after: int = Field(40, alias="AGENT_MEMORY_COMPACT_AFTER")
-    memory_max_prompt_tokens: int = Field(12000, alias="AGENT_MEMORY_MAX_PROMPT_TOKENS")
-    tool_output_window_chars: int = Field(2000, alias="AGENT_MEMORY_TOOL_OUTPUT_CHARS")
+    max_message_bytes: int = Field(
+        32768,
+        alias="AGENT_MAX_MESSAGE_BYTES",
+        description="Largest message, input item or submit `params`, in UTF-8 bytes (413 `message_too_large`)",
+    )
+    memory_window: int = Field(
+        20, alias="AGENT_MEMORY_WINDOW", description="Messages kept verbatim after the rolling summary"
+    )
+    memory_compact_after: int = Field(
+        40,
+        alias="AGENT_MEMORY_COMPACT_AFTER",
+        description="Unsummarised messages after which older ones are folded into the rolling summary",
+    )
+    memory_max_prompt_tokens: int = Field(
+        12000,
+        alias="AGENT_MEMORY_MAX_PROMPT_TOKENS",
+        description="Estimated prompt tokens the history may fill; older turns are dropped whole beyond it",
+    )
+    tool_output_window_chars: int = Field(
+        2000,
+        alias="AGENT_MEMORY_TOOL_OUTPUT_CHARS",
+        description="Characters of a tool result the prompt keeps (the stored result is whole)",
+    )
 
-    definitions_dir: str = Field("", alias="AGENT_DEFINITIONS_DIR")
-    default_timezone: str = Field("Asia/Shanghai", alias="AGENT_DEFAULT_TIMEZONE")
-    idle_timeout_minutes: int = Field(30, alias="AGENT_IDLE_TIMEOUT_MINUTES")
-    frontend_submit_timeout_ms: int = Field(300000, alias="AGENT_FRONTEND_SUBMIT_TIMEOUT_MS")
+    definitions_dir: str = Field(
+        "", alias="AGENT_DEFINITIONS_DIR", description="A directory of agent YAML files, added to `main-agent`"
+    )
+    default_timezone: str = Field(
+        "Asia/Shanghai",
+        alias="AGENT_DEFAULT_TIMEZONE",
+        description="The IANA zone of users whose request and profile name none (days, sessions, time queries)",
+    )
+    idle_timeout_minutes: int = Field(
+        30, alias="AGENT_IDLE_TIMEOUT_MINUTES", description="Idle minutes after which a chat's session ends"
+    )
+    frontend_submit_timeout_ms: int = Field(
+        300000,
+        alias="AGENT_FRONTEND_SUBMIT_TIMEOUT_MS",
+        description="How long a run waits for the client to submit a frontend tool's result",
+    )
 
-    data_token_secret: str = Field("", alias="AGENT_DATA_TOKEN_SECRET", repr=False)
-    data_token_secret_name: str = Field("", alias="AGENT_DATA_TOKEN_SECRET_NAME")
-    data_token_validation_enabled: bool = Field(True, alias="AGENT_DATA_TOKEN_VALIDATION_ENABLED")
+    data_token_secret: str = Field(
+        "",
+        alias="AGENT_DATA_TOKEN_SECRET",
+        repr=False,
+        description="The key signing data links (a secret: never logged); empty: the secret below, else one "
+        "generated per process",
+    )
+    data_token_secret_name: str = Field(
+        "",
+        alias="AGENT_DATA_TOKEN_SECRET_NAME",
+        description="A Secrets Manager secret holding the data-link key (deployed)",
+    )
+    data_token_validation_enabled: bool = Field(
+        True,
+        alias="AGENT_DATA_TOKEN_VALIDATION_ENABLED",
+        description="Whether a data link's token authorises a download; off: only the chat's owner may download",
+    )
 
-    turn_deadline_ms: int = Field(25000, alias="AGENT_TURN_DEADLINE_MS")
-    run_lease_ms: int = Field(120000, alias="AGENT_RUN_LEASE_MS")
-    allow_clock_override: bool = Field(False, alias="AGENT_ALLOW_CLOCK_OVERRIDE")
-    cors_origins: StrList = Field(default_factory=list, alias="AGENT_CORS_ORIGINS")
-    # Where clients reach the API (e.g. https://api.example.com/prod): data links are built on it. Empty: the
-    # gateway address the request came through (stage path included), else root-relative links (local).
-    public_base_url: str = Field("", alias="AGENT_PUBLIC_BASE_URL")
-    # The playground page at `/` on the chat function (the local server always serves it).
-    playground_enabled: bool = Field(False, alias="AGENT_PLAYGROUND_ENABLED")
-    # Request bounds, checked before any work (413 request_too_large / instructions_too_large, 4xx too_many_items).
-    max_body_bytes: int = Field(1048576, ge=1, alias="AGENT_MAX_BODY_BYTES")
-    max_input_items: int = Field(500, ge=1, alias="AGENT_MAX_INPUT_ITEMS")
-    max_instructions_bytes: int = Field(65536, ge=1, alias="AGENT_MAX_INSTRUCTIONS_BYTES")
-    # `dev` enables the dev job routes and AGENT_ALLOW_CLOCK_OVERRIDE; never honoured in Lambda.
-    stage: str = Field("prod", min_length=1, max_length=32, alias="AGENT_STAGE")
-    # Streaming routes end with run.error `deadline_exceeded` after this long (below Lambda's 15 minutes).
-    stream_deadline_ms: int = Field(840000, alias="AGENT_STREAM_DEADLINE_MS")
-    # Writes that must not be lost (the end of a turn, taking the lease) try this often, backing off
-    # exponentially (with jitter) from the base delay.
-    store_write_attempts: int = Field(5, alias="AGENT_STORE_WRITE_ATTEMPTS")
-    store_retry_base_ms: int = Field(100, alias="AGENT_STORE_RETRY_BASE_MS")
+    turn_deadline_ms: int = Field(
+        25000,
+        alias="AGENT_TURN_DEADLINE_MS",
+        description="Buffered routes end a turn `deadline_exceeded` (504) after this long (API Gateway stops at 29 s)",
+    )
+    run_lease_ms: int = Field(
+        120000,
+        alias="AGENT_RUN_LEASE_MS",
+        description="A running turn's lease on its chat, renewed while it runs; a crashed run's chat frees after it",
+    )
+    allow_clock_override: bool = Field(
+        False,
+        alias="AGENT_ALLOW_CLOCK_OVERRIDE",
+        description="Let a request say what `now` is (`X-Agent-Now`); dev stage only, refused elsewhere",
+    )
+    cors_origins: StrList = Field(
+        default_factory=list, alias="AGENT_CORS_ORIGINS", description="Browser origins allowed to call the API"
+    )
+    public_base_url: str = Field(
+        "",
+        alias="AGENT_PUBLIC_BASE_URL",
+        description="Where clients reach the API (https://api.example.com/prod), for data links; empty: the "
+        "gateway address and stage the request came through, else root-relative links (local)",
+    )
+    playground_enabled: bool = Field(
+        False,
+        alias="AGENT_PLAYGROUND_ENABLED",
+        description="Serve the playground page at `/` on the chat function (the local server always does)",
+    )
+    max_body_bytes: int = Field(
+        1048576,
+        ge=1,
+        alias="AGENT_MAX_BODY_BYTES",
+        description="Largest request body, checked before any work (413 `request_too_large`)",
+    )
+    max_input_items: int = Field(
+        500, ge=1, alias="AGENT_MAX_INPUT_ITEMS", description="Most input items in one request (`too_many_items`)"
+    )
+    max_instructions_bytes: int = Field(
+        65536,
+        ge=1,
+        alias="AGENT_MAX_INSTRUCTIONS_BYTES",
+        description="Largest `instructions`, in UTF-8 bytes (413 `instructions_too_large`)",
+    )
+    stage: str = Field(
+        "prod",
+        min_length=1,
+        max_length=32,
+        alias="AGENT_STAGE",
+        description="`dev` enables the dev job routes and AGENT_ALLOW_CLOCK_OVERRIDE, never in Lambda "
+        "(`agent-core serve` defaults to `dev`)",
+    )
+    stream_deadline_ms: int = Field(
+        840000,
+        alias="AGENT_STREAM_DEADLINE_MS",
+        description="Streaming routes end with run.error `deadline_exceeded` after this long (below Lambda's 15 min)",
+    )
+    store_write_attempts: int = Field(
+        5,
+        alias="AGENT_STORE_WRITE_ATTEMPTS",
+        description="Tries of a write that must not be lost (the end of a turn, taking the lease), backing off",
+    )
+    store_retry_base_ms: int = Field(
+        100,
+        alias="AGENT_STORE_RETRY_BASE_MS",
+        description="The first back-off of those writes, doubling with jitter",
+    )
 
-    service_name: str = Field("agent-core", alias="POWERTOOLS_SERVICE_NAME")
-    lambda_function_name: str = Field("", alias="AWS_LAMBDA_FUNCTION_NAME")
-    aws_region: str = Field("us-east-1", alias="AWS_REGION")
-    # The Lambda Web Adapter's markers (set by the stack on the streaming function): only behind the adapter
-    # is the `x-amzn-request-context` header the gateway's request context (the adapter replaces a client's).
-    lambda_exec_wrapper: str = Field("", alias="AWS_LAMBDA_EXEC_WRAPPER")
-    lwa_invoke_mode: str = Field("", alias="AWS_LWA_INVOKE_MODE")
+    service_name: str = Field(
+        "agent-core", alias="POWERTOOLS_SERVICE_NAME", description="The service name on log lines and metrics"
+    )
+    lambda_function_name: str = Field(
+        "",
+        alias="AWS_LAMBDA_FUNCTION_NAME",
+        description="Set by Lambda: its presence means the process runs in a Lambda function",
+    )
+    aws_region: str = Field("us-east-1", alias="AWS_REGION", description="The AWS region (set by Lambda)")
+    lambda_exec_wrapper: str = Field(
+        "",
+        alias="AWS_LAMBDA_EXEC_WRAPPER",
+        description="Set by the stack on the streaming function: the Lambda Web Adapter's wrapper. Only behind "
+        "the adapter is `x-amzn-request-context` the gateway's request context",
+    )
+    lwa_invoke_mode: str = Field(
+        "", alias="AWS_LWA_INVOKE_MODE", description="Set by the stack on the streaming function: the adapter's mode"
+    )
 
     @field_validator(
         "tools_allowed", "permissions_granted", "http_allowed_hosts", "cors_origins", "llm_fallback", mode="before"

@@ -27,8 +27,8 @@ from agent_core.runtime.agents import catalog
 from agent_core.store.aws_client import boto_client
 from agent_core.store.base import Store
 from agent_core.store.blob import BlobStore
-from agent_core.store.memory import MemoryTable
 from agent_core.store.memory_blob import MemoryBlobStore
+from agent_core.store.memory_table import MemoryTable
 from agent_core.store.table import Table
 from agent_core.store.table_store import TableStore
 from agent_core.tools.builtin.http_get import HttpGetTool

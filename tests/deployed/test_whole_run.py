@@ -39,7 +39,7 @@ EXERCISED: dict[str, tuple[str, str, str]] = {
     "AGENT_JWT_AUDIENCE": ("jwt", "submit", "a token for another audience is refused"),
     "AGENT_JWT_JWKS_URL": ("jwt", "submit", "the signing key is fetched from the loopback JWKS"),
 }
-# Never needed by any function (issue 10 §3: IAM wider than the functions need).
+# Never needed by any function: the stack grants none of them (no IAM wider than the code needs).
 NEVER_CALLED = {"dynamodb:DescribeTable", "secretsmanager:DescribeSecret", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
 # Lambda's SQS poller uses the consumer's execution role (its code never calls these).
 QUEUE_POLLER = {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}

@@ -349,7 +349,7 @@ def test_rest_routes_proxy_to_their_function(dev: Synth, spec: FunctionSpec) -> 
                 assert integration["TimeoutInMillis"] == 29000
 
 
-def test_chat_routes_of_the_architecture_table(dev: Synth) -> None:
+def test_chat_routes_of_the_readme_api_table(dev: Synth) -> None:
     methods = _methods(dev)
     for path, verbs in {
         "/api/v1/conversations": ("GET", "POST"),

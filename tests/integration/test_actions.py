@@ -8,7 +8,7 @@ from agent_core.domain.models import Chat
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from agent_core.tools.frontend import declared_tool
 from tests.support.fake_llm import Reply, ScriptedLlm
 from tests.support.fixtures import make_settings

@@ -14,7 +14,7 @@ from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from tests.integration.test_routing import assert_grammar, offered
 from tests.support.fixtures import make_settings
 from tests.support.openai_stub import OpenAiStub, StubScript

@@ -12,7 +12,7 @@ import pytest
 from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from tests.support.fake_llm import Reply, ScriptedLlm
 from tests.support.fixtures import make_settings
 

@@ -15,8 +15,8 @@ from agent_core.api.routes import data
 from agent_core.context import AppContext, build_context
 from agent_core.domain.models import Chat
 from agent_core.store.blob import BlobStore
-from agent_core.store.memory import MemoryTable
 from agent_core.store.memory_blob import MemoryBlobStore
+from agent_core.store.memory_table import MemoryTable
 from agent_core.tools.data_token import sign_data_token
 from tests.support.fixtures import make_settings, s3_blob_store
 

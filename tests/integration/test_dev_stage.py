@@ -20,7 +20,7 @@ from agent_core.config import Settings, local_server_settings
 from agent_core.context import AppContext, build_context
 from agent_core.domain.models import Chat
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from agent_core.tools.data_token import sign_data_token
 from tests.support.fixtures import make_settings
 

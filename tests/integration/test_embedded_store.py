@@ -19,8 +19,8 @@ from agent_core.errors import RunInProgress, ServiceUnavailable
 from agent_core.jobs.inprocess import InProcessWorkQueue
 from agent_core.store.embedded import close_embedded
 from agent_core.store.file_blob import FileBlobStore
-from agent_core.store.item_size import ITEM_LIMIT_BYTES as MAX_ITEM_BYTES
-from agent_core.store.memory import MemoryTable
+from agent_core.store.item_size import ITEM_LIMIT_BYTES
+from agent_core.store.memory_table import MemoryTable
 from agent_core.store.schema import PK, SK
 from agent_core.store.sqlite_db import SqliteDatabase
 from agent_core.store.sqlite_jobs import SqliteJobJournal
@@ -353,10 +353,10 @@ def test_the_default_data_dir_is_agent_core_under_the_working_directory(tmp_path
 async def test_an_item_over_the_dynamodb_limit_is_refused_and_a_transaction_writes_nothing(
     sqlite_table: SqliteTable,
 ) -> None:
-    big = "字" * (MAX_ITEM_BYTES // 3)  # 3 bytes each in UTF-8: just under the limit, with the names over it
+    big = "字" * (ITEM_LIMIT_BYTES // 3)  # 3 bytes each in UTF-8: just under the limit, with the names over it
     with pytest.raises(ItemTooLarge):
         await sqlite_table.put({PK: "P", SK: "big", "content": big + "xxxxxxxx"})
-    await sqlite_table.put({PK: "P", SK: "fits", "c": "字" * (MAX_ITEM_BYTES // 3 - 10)})
+    await sqlite_table.put({PK: "P", SK: "fits", "c": "字" * (ITEM_LIMIT_BYTES // 3 - 10)})
     with pytest.raises(ItemTooLarge):
         await sqlite_table.transact(
             [Put({PK: "P", SK: "small", "v": "1"}), UpdateOp({PK: "P", SK: "fits"}, Update(set={"more": "x" * 100}))]

@@ -10,7 +10,7 @@ import pytest
 
 from agent_core.context import build_context
 from agent_core.runtime.agents import load_definitions
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from tests.support.fake_llm import Reply, ScriptedLlm
 from tests.support.fixtures import make_settings
 from tests.support.runs import run_turn, text

@@ -28,7 +28,7 @@ from agent_core.jobs.worker import process_batch
 from agent_core.llm.base import LlmDelta, LlmRequest
 from agent_core.memory.calendar import day_bounds, local_date, zone
 from agent_core.observability import logger
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from tests.integration.test_jobs_entrypoints import _event_from, _receive_all, _sqs_record, lambda_env, queue_url
 from tests.support.aws_faults import failing_call
 from tests.support.fake_llm import ScriptedLlm

@@ -14,7 +14,7 @@ from agent_core.domain.jobs import CompactJob, Job, ProfileJob, dump_job
 from agent_core.jobs.handlers import UnknownJob
 from agent_core.jobs.inprocess import InProcessWorkQueue
 from agent_core.jobs.worker import process_batch
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from tests.support.fixtures import make_settings
 from tests.support.lambda_events import sqs_record
 from tests.unit.test_import_graph import MODULES, _targets, _tree

@@ -29,7 +29,7 @@ from agent_core.jobs.report import JobReport
 from agent_core.jobs.sqs import EnqueueError, SqsWorkQueue
 from agent_core.jobs.worker import process_batch
 from agent_core.store.embedded import ensure_resources
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from tests.support.fixtures import make_settings
 from tests.support.lambda_events import FakeLambdaContext, sqs_event, sqs_record
 

@@ -14,7 +14,7 @@ from agent_core.llm.bedrock_client import BedrockLlmClient
 from agent_core.llm.fallback import FallbackLlm
 from agent_core.observability import metrics
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from tests.support.bedrock_stub import BedrockScript, BedrockStub
 from tests.support.fixtures import make_settings
 from tests.support.openai_stub import OpenAiStub, StubScript

@@ -19,7 +19,7 @@ from agent_core.domain.models import DailySummary, Kind
 from agent_core.jobs.daily import run_daily_summary
 from agent_core.jobs.session_summaries import run_idle_sessions
 from agent_core.llm.base import LlmRequest
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from agent_core.store.sqlite_db import SqliteDatabase
 from agent_core.store.sqlite_table import SqliteTable
 from agent_core.store.table import Table
@@ -326,7 +326,7 @@ async def test_dead_runs_are_marked_failed_by_the_next_turn_or_by_the_idle_job()
         dead = Run(run_id="dead-run", chat_id=chat_id, user_id="alice", request_id="r-dead", started_at=at)
         message = Message(id=f"{at:013d}", chat_id=chat_id, role=Role.USER, content="lost", created_at=at)
         from agent_core.memory.calendar import zone
-        from agent_core.memory.sessions import plan_session
+        from agent_core.memory.session_rules import plan_session
 
         await store.begin_turn(chat, dead, message, 60_000, plan_session(chat, at, zone("UTC", "UTC"), 1_800_000))
         # When the next turn comes after the lease expired, it takes the lease and fails the dead run

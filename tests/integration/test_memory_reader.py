@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from agent_core.domain.models import Chat, DailySummary, Message, Profile, ProfileFact, SessionSummary
 from agent_core.store.base import MemoryReader
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from agent_core.store.table_store import TableStore
 from agent_core.tools.base import ToolContext
 from agent_core.tools.builtin.memory_tools import (

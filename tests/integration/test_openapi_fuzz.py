@@ -25,7 +25,7 @@ from schemathesis.specs.openapi.checks import (
 from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import build_context
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from tests.support.fixtures import make_settings
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]

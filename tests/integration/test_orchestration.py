@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from agent_core.context import AppContext, build_context
 from agent_core.llm.openai_client import OpenAiLlmClient
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from agent_core.tools.base import Tool, ToolContext
 from tests.support.fake_llm import Reply, ScriptedLlm
 from tests.support.fixtures import make_settings

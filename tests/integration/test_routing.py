@@ -17,7 +17,7 @@ from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.domain.models import Role
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from tests.support.fixtures import make_settings
 from tests.support.openai_stub import Chunk, OpenAiStub, StubScript
 from tests.support.runs import run_turn, text

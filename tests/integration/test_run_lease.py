@@ -20,7 +20,7 @@ from agent_core.domain.ids import now_ms
 from agent_core.llm.base import LlmRequest
 from agent_core.runtime import cancel as cancel_module
 from agent_core.runtime.cancel import CancelWatch
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from tests.support.fake_llm import Reply, ScriptedLlm
 from tests.support.fixtures import make_settings
 from tests.support.server import serve

@@ -10,8 +10,8 @@ import json
 
 from agent_core.domain.models import Chat, Run, RunStatus
 from agent_core.store import items as it
-from agent_core.store.memory import MemoryTable
 from agent_core.store.memory_blob import MemoryBlobStore
+from agent_core.store.memory_table import MemoryTable
 from agent_core.store.schema import PK, SK
 from agent_core.store.spill import SPILLED, Spiller, item_spill_prefix
 from agent_core.store.table_store import TableStore

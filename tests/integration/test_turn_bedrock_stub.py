@@ -16,7 +16,7 @@ from agent_core.context import AppContext, build_context
 from agent_core.domain.models import Summary
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
 from agent_core.store.dynamodb import DynamoTable
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from agent_core.store.table import Table
 from tests.integration.test_routing import assert_grammar
 from tests.support.bedrock_stub import BedrockCall, BedrockScript, BedrockStub

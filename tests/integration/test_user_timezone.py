@@ -16,7 +16,7 @@ from agent_core.domain.models import DailySummary, Profile, ProfileFact
 from agent_core.jobs.daily import run_daily_summary
 from agent_core.jobs.session_summaries import run_idle_sessions
 from agent_core.store import items as it
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from tests.support.fake_llm import ScriptedLlm
 from tests.support.fixtures import make_settings
 from tests.support.sse import events_in
@@ -60,7 +60,7 @@ async def test_patch_profile_sets_a_valid_zone_keeps_the_facts_and_refuses_other
         changed = await client.patch("/api/ap/profile", json={"timezone": "Europe/Paris"})
         assert changed.status_code == 200 and changed.json()["timezone"] == "Europe/Paris"
         assert changed.json()["facts"][0]["value"] == "Japan", "setting the zone keeps what is known"
-        for bad in ("Mars/Olympus", "../../etc/passwd", "", "X" * 80):
+        for bad in ("Mars/Olympus", "../../etc/passwd", "America", "", "X" * 80):  # America: a folder of zones
             refused = await client.patch("/api/ap/profile", json={"timezone": bad})
             assert refused.status_code == 400, bad
             assert refused.json()["error"]["code"] == "invalid_timezone"

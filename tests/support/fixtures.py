@@ -12,7 +12,7 @@ from agent_core.config import Settings
 from agent_core.context import AppContext, build_context
 from agent_core.store.dynamodb import DynamoTable
 from agent_core.store.embedded import ensure_resources
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from agent_core.store.sqlite_db import SqliteDatabase
 from agent_core.store.sqlite_table import SqliteTable
 from agent_core.store.table import Table

@@ -13,7 +13,7 @@ from agent_core.llm.offline import OfflineLlm
 from agent_core.memory.compaction import CompactionPolicy, compact, fold_point
 from agent_core.memory.window import group_units
 from agent_core.store import items as it
-from agent_core.store.memory import MemoryTable
+from agent_core.store.memory_table import MemoryTable
 from agent_core.store.schema import SK
 from agent_core.store.table_store import TableStore
 

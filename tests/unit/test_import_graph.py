@@ -1,6 +1,6 @@
 """The runtime's import graph has no cycle, and none is hidden behind TYPE_CHECKING or function-level imports.
 
-Strategies, the composer and recall depend on `runtime/run_protocol.py`, never on the runner that
+Strategies, the composer and the history answer depend on `runtime/run_protocol.py`, never on the runner that
 implements it; the runner depends on the router, the router on the strategies.
 """
 
@@ -157,7 +157,7 @@ def test_strategies_composer_and_recall_see_only_the_run_protocol() -> None:
     }
     graph = import_graph()
     users = [m for m in _runtime_modules() if m.startswith(f"{RUNTIME}.strategies")]
-    users += [f"{RUNTIME}.composer", f"{RUNTIME}.recall", f"{RUNTIME}.run_protocol"]
+    users += [f"{RUNTIME}.composer", f"{RUNTIME}.history_answer", f"{RUNTIME}.run_protocol"]
     assert {m: graph[m] & machinery for m in users if graph[m] & machinery} == {}
 
 

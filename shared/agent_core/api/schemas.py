@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import Path
@@ -10,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from agent_core.domain.models import Chat, Message, ToolCallRecord
+from agent_core.memory.calendar import from_ms
 
 # Ids in paths and queries are store keys: bounded (DynamoDB refuses keys over 1-2 KB with a 500-making error).
 MAX_ID = 128
@@ -21,7 +21,7 @@ class Body(BaseModel):
 
 
 def iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return from_ms(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class CreateConversation(Body):

@@ -181,11 +181,6 @@ class Summary(Model):
     version: int = 1
 
 
-class Page(Model):
-    items: list[Any]
-    next_cursor: str | None = None
-
-
 class SessionSummary(Model):
     """One ended session of a chat: its summary and key topics (empty when it had too little content)."""
 

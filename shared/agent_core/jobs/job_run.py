@@ -25,11 +25,6 @@ def new_job_run_id() -> str:
     return f"jr_{sortable_id()}"
 
 
-def current_job_run_id() -> str:
-    """The id of the job run this code runs in ('' outside any)."""
-    return _current_run.get()
-
-
 def stamped(job: Job) -> Job:
     """`job` carrying the current run's id; a job that already carries one (a re-send) keeps it."""
     run_id = _current_run.get()

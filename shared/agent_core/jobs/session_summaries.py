@@ -12,7 +12,7 @@ from agent_core.domain.models import Chat, Kind, SessionSummary
 from agent_core.jobs.job_run import job_run
 from agent_core.jobs.report import JobReport
 from agent_core.memory.calendar import id_ceiling, id_floor, local_date, to_ms, zone
-from agent_core.memory.sessions import too_little
+from agent_core.memory.session_rules import too_little
 from agent_core.memory.summarize import summarise
 from agent_core.observability import logger
 from agent_core.store.schema import SHARDS

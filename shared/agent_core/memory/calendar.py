@@ -13,13 +13,21 @@ from agent_core.observability import logger
 MAX_ZONE_NAME = 64
 
 
+def load_zone(name: str) -> ZoneInfo | None:
+    """The IANA zone named `name` (Europe/Paris, UTC); None when the server knows no such zone.
+
+    Unknown names raise ZoneInfoNotFoundError, malformed ones ValueError, and a folder of the zone
+    database ("America") IsADirectoryError, an OSError.
+    """
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return None
+
+
 def known_zone(name: str) -> bool:
     """Whether `name` is an IANA zone the server knows (Europe/Paris, UTC)."""
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return False
-    return True
+    return load_zone(name) is not None
 
 
 def valid_zone(name: str, param: str = "timezone") -> str:
@@ -32,22 +40,27 @@ def valid_zone(name: str, param: str = "timezone") -> str:
 
 def zone(name: str | None, default: str) -> ZoneInfo:
     """The user's zone; an invalid name falls back to the default (logged)."""
-    for candidate in (name, default, "UTC"):
+    for candidate in (name, default):
         if not candidate:
             continue
-        try:
-            return ZoneInfo(candidate)
-        except (ZoneInfoNotFoundError, ValueError):
-            logger.warning("invalid time zone, using the default", extra={"timezone": candidate})
+        if (found := load_zone(candidate)) is not None:
+            return found
+        logger.warning("invalid time zone, using the default", extra={"timezone": candidate})
     return ZoneInfo("UTC")
 
 
 def to_ms(moment: datetime) -> int:
+    """Epoch milliseconds of an aware datetime (the unit of every stored time)."""
     return int(moment.timestamp() * 1000)
 
 
+def from_ms(ms: int) -> datetime:
+    """The UTC datetime of epoch milliseconds."""
+    return datetime.fromtimestamp(ms / 1000, UTC)
+
+
 def local_date(ms: int, tz: ZoneInfo) -> date:
-    return datetime.fromtimestamp(ms / 1000, UTC).astimezone(tz).date()
+    return from_ms(ms).astimezone(tz).date()
 
 
 def day_bounds(day: date, tz: ZoneInfo) -> tuple[int, int]:
@@ -59,7 +72,7 @@ def day_bounds(day: date, tz: ZoneInfo) -> tuple[int, int]:
 
 def close_bucket(close_ms: int) -> str:
     """The UTC hour in which an instant falls, as yyyymmddhh (the day-marker index bucket)."""
-    return datetime.fromtimestamp(close_ms / 1000, UTC).strftime("%Y%m%d%H")
+    return from_ms(close_ms).strftime("%Y%m%d%H")
 
 
 def shard(key: str, shards: int) -> int:

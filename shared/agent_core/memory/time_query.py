@@ -50,7 +50,9 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import cache
 from itertools import pairwise
 from typing import TypeAlias
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from agent_core.domain.text import CJK_IDEOGRAPHS
+from agent_core.memory.calendar import zone
 
 __all__ = ["TimeRange", "detect", "is_detail_question", "is_history_only", "parse_range_args"]
 
@@ -470,19 +472,11 @@ _JOIN_GAP = 8
 # --- public API -------------------------------------------------------------------------------
 
 
-def _zone(timezone: str) -> tzinfo:
-    """The IANA zone, or UTC if the name is empty or unknown."""
-    try:
-        return ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError, OSError, TypeError):
-        return UTC
-
-
 def _today(timezone: str, now: datetime) -> date:
     """Today's date in ``timezone`` at instant ``now`` (a naive ``now`` is taken as UTC)."""
     if now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
-    return now.astimezone(_zone(timezone)).date()
+    return now.astimezone(zone(timezone, "UTC")).date()
 
 
 def _find_time(text: str, today: date) -> TimeRange | None:
@@ -547,7 +541,7 @@ _FILLER_ZH = re.compile(
     r"我们|你|我|请|谢谢|详细|具体|一点|一下|简单|总结|说说|告诉|呢|吗|吧|啊|呀|了|的|和|再|都|也|那|这"
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z']+")
-_HAN = re.compile(r"[\u3400-\u9fff]")
+_HAN = re.compile(f"[{CJK_IDEOGRAPHS}]")
 
 
 def _other_request(clause: str) -> bool:
@@ -617,7 +611,7 @@ def parse_range_args(
     phrase = (time_range or "").strip()
     start_text = (start or "").strip()
     end_text = (end or "").strip()
-    zone = _zone(timezone)
+    tz = zone(timezone, "UTC")
     today = _today(timezone, now)
     if phrase and (start_text or end_text):
         raise ValueError("give either time_range or start/end, not both")
@@ -633,8 +627,8 @@ def parse_range_args(
         if end_text:
             raise ValueError("end was given without start; give start too (ISO date such as 2026-01-07)")
         raise ValueError("give time_range (e.g. 'yesterday', '上周') or start and optionally end as ISO dates")
-    first = _parse_iso_date(start_text, "start", zone)
-    last = _parse_iso_date(end_text, "end", zone) if end_text else today
+    first = _parse_iso_date(start_text, "start", tz)
+    last = _parse_iso_date(end_text, "end", tz) if end_text else today
     if first > last:
         what = "end" if end_text else "today"
         raise ValueError(f"start {first.isoformat()} is after {what} {last.isoformat()}")

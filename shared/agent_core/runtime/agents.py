@@ -56,11 +56,6 @@ class DeclaredTool(_Def):
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
 
 
-class MemoryPolicy(_Def):
-    window: int | None = Field(None, ge=1)
-    compact_after: int | None = Field(None, ge=2)
-
-
 class AgentDefinition(_Def):
     key: str = Field(pattern=r"^[a-zA-Z0-9_.-]{1,64}$")
     name: str
@@ -78,7 +73,6 @@ class AgentDefinition(_Def):
     react_verbose: bool = False
     compose: Literal["single", "progressive"] = "single"
     enhance: bool = False
-    memory: MemoryPolicy = Field(default_factory=MemoryPolicy)
     version: str = "1"
 
     @field_validator("tools", mode="before")

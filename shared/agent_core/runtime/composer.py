@@ -6,39 +6,19 @@ The loops that use them (settling an answer, progressive parts as tools finish) 
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 from agent_core.domain.events import Event
+from agent_core.runtime.replies import transition
 from agent_core.runtime.run_protocol import AgentRun
 from agent_core.tools.service import ToolExecution
 
-_CJK = re.compile(r"[\u3400-\u9fff]")
 RAW_RESULT = "Raw result:\n"
 ENHANCE_PROMPT = (
     "Rewrite the raw result below as the final answer to the user's question: clear, well-structured "
     "Markdown in the user's language. Keep every fact; add nothing that is not in the result."
 )
-
-
-def _chinese(text: str) -> bool:
-    return bool(_CJK.search(text))
-
-
-def filler_line(question: str) -> str:
-    return "好的，我来逐项查询。\n\n" if _chinese(question) else "Let me look that up.\n\n"
-
-
-def transition(question: str) -> str:
-    return "另外，" if _chinese(question) else "Also, "
-
-
-def unoffered_message(r: AgentRun, names: list[str]) -> str:
-    listed = ", ".join(names)
-    if _chinese(r.message):
-        return f"（模型想调用此处不可用的工具：{listed}。）"
-    return f"(The model asked for tools that are not available here: {listed}.)"
 
 
 def part_messages(r: AgentRun, execution: ToolExecution, first: bool) -> list[dict[str, Any]]:

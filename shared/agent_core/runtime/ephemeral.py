@@ -9,8 +9,8 @@ from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.jobs import Job
 from agent_core.domain.models import Chat, Message, Role
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
-from agent_core.store.memory import MemoryTable
 from agent_core.store.memory_blob import MemoryBlobStore
+from agent_core.store.memory_table import MemoryTable
 from agent_core.store.table_store import TableStore
 
 

@@ -23,7 +23,6 @@ class LeaseKeeper:
         self._lease_ms = lease_ms
         self._clock = clock
         self._task: asyncio.Task[None] | None = None
-        self.renewals = 0
 
     def start(self) -> None:
         if self._task is None and self._lease_ms > 0:
@@ -44,7 +43,6 @@ class LeaseKeeper:
             if not kept:
                 logger.warning("run lease lost to another run", extra={"runId": self._run_id})
                 return
-            self.renewals += 1
             delay = interval
 
     async def stop(self) -> None:

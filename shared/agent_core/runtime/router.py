@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from agent_core.domain.events import Event, RunRoute
 from agent_core.domain.models import ToolCall
-from agent_core.memory.calendar import zone
+from agent_core.memory.calendar import from_ms, zone
 from agent_core.memory.time_query import TimeRange, detect, is_history_only
-from agent_core.runtime.recall import answer_from_history
+from agent_core.runtime.history_answer import answer_from_history
 from agent_core.runtime.run_protocol import AgentRun
 from agent_core.runtime.strategies.chain import chain_strategy
 from agent_core.runtime.strategies.direct import direct_strategy
@@ -43,8 +42,7 @@ HISTORY_TOOL = "search_chat_history"
 
 def time_query(turn: PreparedTurn) -> TimeRange | None:
     """The past days the message asks about, in the turn's zone (None when it is not such a question)."""
-    now = datetime.fromtimestamp(turn.at_ms / 1000, UTC)
-    return detect(turn.request.message, turn.timezone, now)
+    return detect(turn.request.message, turn.timezone, from_ms(turn.at_ms))
 
 
 def history_call(span: TimeRange) -> tuple[str, dict[str, Any]]:

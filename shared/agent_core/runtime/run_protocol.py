@@ -1,4 +1,4 @@
-"""What a strategy sees of a run: the narrow interface strategies, the composer and recall are written against.
+"""What a strategy sees of a run: the narrow interface strategies, the composer and the history answer use.
 
 `loop.TurnRunner` implements it (stamping, the replay snapshot, the deadline and cancellation, the lease,
 persistence stay behind it). This module imports nothing of the run machinery, so strategies depend on it

@@ -12,7 +12,7 @@ from agent_core.domain.events import Event, RequestQuery, RunCancel, RunError
 from agent_core.domain.ids import new_chat_id, new_run_id, now_ms, sortable_id
 from agent_core.domain.jobs import CompactJob
 from agent_core.domain.models import Chat, Kind, Message, Profile, Role, Run, RunStatus, Summary, TurnResult
-from agent_core.domain.sessions import SessionPlan
+from agent_core.domain.session_plan import SessionPlan
 from agent_core.domain.text import utf8_size
 from agent_core.errors import (
     AgentError,
@@ -25,7 +25,7 @@ from agent_core.errors import (
 from agent_core.memory.calendar import to_ms, zone
 from agent_core.memory.compaction import CompactionPolicy, needs_compaction
 from agent_core.memory.profile import profile_block
-from agent_core.memory.sessions import plan_session
+from agent_core.memory.session_rules import plan_session
 from agent_core.observability import logger
 from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.envelope import Envelope

@@ -20,7 +20,7 @@ from agent_core.domain.models import (
     Summary,
     Wait,
 )
-from agent_core.domain.sessions import SessionPlan
+from agent_core.domain.session_plan import SessionPlan
 
 
 @dataclass

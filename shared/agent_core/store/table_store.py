@@ -17,7 +17,7 @@ from agent_core.domain.models import (
     Wait,
     WaitStatus,
 )
-from agent_core.domain.sessions import DAYMARK_TTL_S, SessionPlan
+from agent_core.domain.session_plan import DAYMARK_TTL_S, SessionPlan
 from agent_core.errors import InvalidRequest, RunInProgress, ServiceUnavailable
 from agent_core.observability import logger
 from agent_core.store import items as it

@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from agent_core.domain.text import CJK_IDEOGRAPHS as _CJK
+
 # Sentence ends: ? ! 。 ？ ！ ; ； newlines, and a full stop followed by a space or the end.
 _SENTENCE_END = re.compile(r"[?!。？！;；\n]|\.(?=\s|$)")
 _COLON = re.compile(r"[:：]")
-_CJK = r"\u3400-\u9fff"
 
 _ABOUT_EN = (
     r"\bhow\s+(?:do|does|did|can|could|would|should|might|to)\b",

@@ -32,7 +32,6 @@ class ToolExecution:
     output: Any = None
     message: str = ""
     duration_ms: int = 0
-    tool_kind: str = "backend"
 
     def model_content(self) -> str:
         """The TOOL message content: the output, or an error object naming status and reason."""
@@ -84,9 +83,7 @@ class ToolService:
         tool = self.registry.get(call.name)
         execution = await self._governed(call, tool, ctx)
         execution.duration_ms = int((time.perf_counter() - started) * 1000)
-        if tool is not None:
-            execution.tool_kind = tool.kind
-        self._record(execution, ctx)
+        self._record(execution, tool, ctx)
         return execution
 
     async def _governed(self, call: ToolCall, tool: Tool | None, ctx: ToolContext) -> ToolExecution:
@@ -129,12 +126,13 @@ class ToolService:
             return ToolExecution(call, ToolStatus.ERROR, "output_too_large", message="result exceeds the output limit")
         return ToolExecution(call, ToolStatus.OK, "", output=output)
 
-    def _record(self, execution: ToolExecution, ctx: ToolContext) -> None:
+    def _record(self, execution: ToolExecution, tool: Tool | None, ctx: ToolContext) -> None:
         self._audit(
             {
                 "requestId": ctx.request_id,
                 "conversationId": ctx.conversation_id,
                 "toolName": execution.call.name,
+                "toolKind": tool.kind if tool is not None else None,  # backend, mcp, frontend; None: not registered
                 "toolCallId": execution.call.id,
                 "status": execution.status.value,
                 "reason": execution.reason,

@@ -22,10 +22,10 @@ if TYPE_CHECKING:
 
 _OPENAI = "agent_core.openai_api.routes"  # a module path with a dot is absolute, one without is a sibling
 _GROUPS: dict[str, tuple[str, ...]] = {
-    "chat": ("conversations", "history", "agents", "memory"),
+    "chat": ("conversations", "history", "agents", "profile"),
     "stream_routes": (
         "stream",
-        "chain",
+        "chat_stream",
         f"{_OPENAI}.responses",
         f"{_OPENAI}.conversations",
         f"{_OPENAI}.chat_completions",

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from agent_core.domain.events import Event
+from agent_core.runtime.replies import max_steps_reached
 from agent_core.runtime.run_protocol import AgentRun
 
 
@@ -21,15 +22,8 @@ class RawResult:
     text: str | None = None
 
 
-def max_steps_message(r: AgentRun) -> str:
-    steps = r.agent.max_steps
-    if any("\u3400" <= ch <= "\u9fff" for ch in r.message):
-        return f"（已达到最多 {steps} 步，仍未得到最终答案。请把问题拆小一些，或换一种问法。）"
-    return f"(Stopped after {steps} steps without a final answer. Try a narrower question or split it up.)"
-
-
 async def close_at_max_steps(r: AgentRun) -> AsyncIterator[Event]:
-    text = max_steps_message(r)
+    text = max_steps_reached(r.message, r.agent.max_steps)
     async for event in r.text_block(text):
         yield event
     r.answer(text, "max_steps")

@@ -21,7 +21,8 @@ from agent_core.domain.events import Event, RunRoute, RunWarning
 from agent_core.domain.models import ToolCall
 from agent_core.errors import LlmRejectedTools
 from agent_core.observability import NAMESPACE, logger
-from agent_core.runtime.composer import filler_line, part_messages, separator, unoffered_message
+from agent_core.runtime.composer import part_messages, separator
+from agent_core.runtime.replies import filler_line, unoffered_tools
 from agent_core.runtime.run_protocol import AgentRun, ModelStep
 from agent_core.runtime.strategies.common import RawResult, close_at_max_steps
 from agent_core.runtime.strategies.react import react_loop
@@ -163,14 +164,14 @@ async def settle_answer(
         raw.text = text
         return
     if not text and names:
-        text = unoffered_message(r, names)
+        text = unoffered_tools(r.message, names)
         async for event in r.text_block(text):
             yield event
     r.answer(text)
 
 
 async def answer_step(r: AgentRun, messages: list[dict[str, Any]]) -> AsyncIterator[Event]:
-    """One streamed answer call offering no tools (direct answers, recall)."""
+    """One streamed answer call offering no tools (direct answers, the history answer)."""
     step = r.model_step(messages)
     async for event in step:
         yield event

@@ -7,8 +7,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agent_core.memory.calendar import zone
+from agent_core.memory.history_records import recall
 from agent_core.memory.profile import ASPECTS, facts_for
-from agent_core.memory.recall import recall
 from agent_core.memory.time_query import parse_range_args
 from agent_core.tools.base import Tool, ToolContext, ToolFailure
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, Field
 
-from agent_core.memory.calendar import known_zone
+from agent_core.memory.calendar import known_zone, load_zone
 from agent_core.tools.base import Tool, ToolContext, ToolFailure
 from agent_core.tools.quick_rules import sentence_of
 
@@ -62,9 +61,8 @@ class TimeTool(Tool):
     async def run(self, args: Any, ctx: ToolContext) -> Any:
         assert isinstance(args, TimeArgs)
         name = args.timezone or ctx.timezone
-        try:
-            zone = ZoneInfo(name)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise ToolFailure("error", "invalid_arguments", f"unknown time zone {name!r}") from exc
+        zone = load_zone(name)
+        if zone is None:
+            raise ToolFailure("error", "invalid_arguments", f"unknown time zone {name!r}")
         local = ctx.now.astimezone(zone)
         return {"timezone": name, "time": local.isoformat(timespec="seconds"), "weekday": local.strftime("%A")}

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 from agent_core.domain.ids import base36
 from agent_core.domain.jobs import SessionSummaryJob
 from agent_core.domain.models import Chat, Message, Role
-from agent_core.domain.sessions import DayMark, SessionPlan
+from agent_core.domain.session_plan import DayMark, SessionPlan
 from agent_core.memory.calendar import close_bucket, day_bounds, local_date, shard
 from agent_core.store.schema import SHARDS
 

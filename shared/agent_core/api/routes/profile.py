@@ -1,4 +1,6 @@
-"""Memory the user can see and end (chat function): end a session, see or erase the profile."""
+"""The profile and sessions the user can see and end (chat function): see, set the zone of or erase the profile;
+end a chat's open session now.
+"""
 
 from __future__ import annotations
 

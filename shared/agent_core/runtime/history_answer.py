@@ -9,8 +9,9 @@ from collections.abc import AsyncIterator
 from zoneinfo import ZoneInfo
 
 from agent_core.domain.events import Event, RunRoute
-from agent_core.memory.recall import recall
+from agent_core.memory.history_records import recall
 from agent_core.memory.time_query import TimeRange, is_detail_question
+from agent_core.runtime.replies import nothing_found
 from agent_core.runtime.run_protocol import AgentRun
 from agent_core.runtime.strategies.function import answer_step
 from agent_core.store.base import MemoryReader
@@ -23,12 +24,6 @@ RECALL_PROMPT = (
 RECORDS_HEADER = "Records for {phrase} ({days}):\n{records}"
 
 
-def nothing_found(r: AgentRun, span: TimeRange) -> str:
-    if any("\u3400" <= ch <= "\u9fff" for ch in r.message):
-        return f"我没有找到{span.phrase}（{span.label('至')}）的聊天记录。"
-    return f"I found no conversations from {span.phrase} ({span.label()})."
-
-
 async def answer_from_history(
     r: AgentRun, span: TimeRange, store: MemoryReader, user_id: str, tz: ZoneInfo
 ) -> AsyncIterator[Event]:
@@ -36,7 +31,7 @@ async def answer_from_history(
     found = await r.guarded(recall(store, user_id, span, tz, detail=is_detail_question(r.message)))
     yield RunRoute(mode="time_query", reason=f"history of {span.label('..')}")
     if found.empty:
-        text = nothing_found(r, span)
+        text = nothing_found(r.message, span)
         async for event in r.text_block(text):
             yield event
         r.answer(text)
