@@ -1,14 +1,7 @@
-"""Fixtures for every test: see tests/support/fixtures.py."""
+"""Fixtures for every test, registered as plugins (see each module): no test module imports a fixture."""
 
-from tests.support.fixtures import (  # noqa: F401
-    any_blobs,
-    any_table,
-    audit_lines,
-    aws_env,
-    bedrock_stub,
-    ctx,
-    moto_table,
-    openai_stub,
-    sqlite_db,
-    sqlite_table,
-)
+pytest_plugins = [
+    "tests.support.fixtures",
+    "tests.support.responses_app",
+    "tests.support.function_env",
+]

@@ -1,6 +1,6 @@
 """The app the OpenAI-compatible API tests drive: uvicorn on loopback, moto's DynamoDB, the stub as its LLM.
 
-Fixtures are named with `name=` so a test module can import them without shadowing its parameters.
+Its fixtures are registered for every test by tests/conftest.py (`pytest_plugins`).
 """
 
 from __future__ import annotations
