@@ -49,7 +49,7 @@ test: $(STAMP_DEV) browser
 
 # The deployed-emulation tier alone (part of `make test`; see docs/infrastructure.md).
 test-deployed: $(STAMP_DEV)
-	$(BIN)/python -m pytest -m deployed
+	$(BIN)/python -m pytest -m deployed -n 0  # one session fixture: the tier runs on one process anyway
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check shared functions tests bench infra
