@@ -34,10 +34,43 @@ def context_fixture(openai_stub: OpenAiStub, moto_table: DynamoTable) -> AppCont
     return build_context(settings, table=moto_table, llm=OpenAiLlmClient(settings), audit=lambda line: None)
 
 
+class _TestApp:
+    """The running test's ASGI app behind the worker's one uvicorn server; counts the requests in flight."""
+
+    def __init__(self) -> None:
+        self.app: Any = None
+        self.in_flight = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.app is None:
+            raise RuntimeError("no test is serving an app")
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+
+
+@pytest.fixture(scope="session")
+def responses_server() -> Iterator[tuple[str, _TestApp]]:
+    """One uvicorn server for the session (starting and stopping one per test took ~0.25 s)."""
+    current = _TestApp()
+    with serve(current) as base:
+        yield base, current
+
+
 @pytest.fixture(name="base_url")
-def base_url_fixture(context: AppContext) -> Iterator[str]:
-    with serve(build_app(*routes.local, context=context)) as base:
+def base_url_fixture(context: AppContext, responses_server: tuple[str, _TestApp]) -> Iterator[str]:
+    """The test's own app (its own context, table and stub), served until its requests have ended."""
+    base, current = responses_server
+    current.app = build_app(*routes.local, context=context)
+    try:
         yield f"{base}/v1"
+    finally:
+        deadline = time.monotonic() + 10  # bounded drain, as a server's shutdown waits for its responses
+        while current.in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
+        current.app = None
 
 
 @pytest.fixture(name="client")
