@@ -8,6 +8,7 @@ this process; so does `-p no:xdist` (the two options are then accepted and ignor
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -27,6 +28,21 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     if not pluginmanager.hasplugin("xdist"):
         parser.addoption("--numprocesses", dest="numprocesses", default=None, help="(pytest-xdist disabled)")
         parser.addoption("--dist", dest="dist", default="no", help="(pytest-xdist disabled)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test gets a nodeid of its own: pytest-xdist runs one test per nodeid and would skip the rest.
+
+    Under pytest 9.2, schemathesis names its per-operation items `test_x[GET /path]` but leaves them the
+    function's nodeid (tests/integration/test_openapi_fuzz.py): they get their full name back here.
+    """
+    for item in items:
+        if "[" in item.name and "[" not in item.nodeid and item.parent is not None:
+            item._id = type(item.id).parse(f"{item.parent.nodeid}::{item.name}")
+    twice = [nodeid for nodeid, count in Counter(item.nodeid for item in items).items() if count > 1]
+    if twice:
+        raise pytest.UsageError(f"tests share a nodeid, so a parallel run would skip some: {twice[:3]}")
 
 
 @pytest.hookimpl(optionalhook=True)
