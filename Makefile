@@ -47,9 +47,10 @@ test: $(STAMP_DEV) browser
 	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
-# The deployed-emulation tier alone (part of `make test`; see docs/infrastructure.md).
+# The deployed-emulation tier alone (part of `make test`; see docs/infrastructure.md), in one process: its
+# tests share one session fixture, so more pytest-xdist workers would only wait.
 test-deployed: $(STAMP_DEV)
-	$(BIN)/python -m pytest -m deployed
+	$(BIN)/python -m pytest -m deployed -n 0
 
 lint: $(STAMP_DEV)
 	$(BIN)/ruff check shared functions tests bench infra

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from tests.support.deployed.build import BUILD_DIR
+from tests.support.deployed.build import BUILD_DIR, exclusive
 from tests.support.deployed.stack import DeployedStack, UnsupportedRuntime
 from tests.support.jwks import JWKS_AUDIENCE, JWKS_ISSUER, JwksServer
+from tests.support.summary import add_section
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-_REPORT: list[str] = []
 BEDROCK_MODEL = "us.amazon.nova-pro-v1:0"  # the bedrock variant's model: a cross-Region inference profile
 FALLBACK = "openai:gpt-4.1-mini"  # the fallback variant's chain after BEDROCK_MODEL
 
@@ -38,7 +38,7 @@ def jwks() -> Iterator[JwksServer]:
 
 
 @pytest.fixture(scope="session")
-def stack(jwks: JwksServer) -> Iterator[DeployedStack]:
+def stack(jwks: JwksServer, request: pytest.FixtureRequest) -> Iterator[DeployedStack]:
     variants: dict[str, dict[str, Any]] = {
         "jwt": {
             "authMode": "jwt",
@@ -51,6 +51,11 @@ def stack(jwks: JwksServer) -> Iterator[DeployedStack]:
         "bedrock": {"llmProvider": "bedrock", "model": BEDROCK_MODEL},
         "fallback": {"llmProvider": "bedrock", "model": BEDROCK_MODEL, "llmFallback": FALLBACK},
     }
+    with exclusive():  # one session at a time builds and runs in .build/deployed
+        yield from _started(variants, request.config)
+
+
+def _started(variants: dict[str, dict[str, Any]], config: pytest.Config) -> Iterator[DeployedStack]:
     try:
         deployed = DeployedStack.start(variants=variants)
     except UnsupportedRuntime as exc:
@@ -59,21 +64,15 @@ def stack(jwks: JwksServer) -> Iterator[DeployedStack]:
         yield deployed
     finally:
         rows = deployed.report()
-        _REPORT.append(f"deployed-emulation tier: runtime {deployed.runtime.note}")
-        _REPORT.append(f"{'function':<14} {'init (s)':>8}  AWS actions called")
+        lines = [f"deployed-emulation tier: runtime {deployed.runtime.note}"]
+        lines.append(f"{'function':<14} {'init (s)':>8}  AWS actions called")
         for row in rows:
             used = ", ".join(sorted(row.actions)) or "-"
-            _REPORT.append(f"{row.name:<14} {row.init_s:>8.2f}  {used}")
+            lines.append(f"{row.name:<14} {row.init_s:>8.2f}  {used}")
+        add_section(config, "deployed-emulation tier", lines)
         report = {
             "runtime": deployed.runtime.note,
             "functions": {r.name: {"init_s": round(r.init_s, 3), "actions": sorted(r.actions)} for r in rows},
         }
         (BUILD_DIR / "report.json").write_text(json.dumps(report, indent=2) + "\n")
         deployed.stop()
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if _REPORT:
-        terminalreporter.write_sep("-", "deployed-emulation tier")
-        for line in _REPORT:
-            terminalreporter.write_line(line)

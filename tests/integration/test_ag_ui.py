@@ -12,7 +12,6 @@ from pydantic import TypeAdapter
 
 from agent_core.context import AppContext
 from tests.support.openai_stub import OpenAiStub, StubScript
-from tests.support.responses_app import base_url_fixture, context_fixture  # noqa: F401 (fixtures)
 
 EVENTS: TypeAdapter[Any] = TypeAdapter(Event)
 WEATHER = {

@@ -17,7 +17,7 @@ import boto3
 from agent_core.domain.ids import new_chat_id
 from agent_core.tools.data_path import data_file, data_key
 from agent_core.tools.data_token import sign_data_token
-from tests.integration.test_function_entrypoints import _fresh, lambda_env  # noqa: F401  (fixture)
+from tests.integration.test_function_entrypoints import _fresh
 from tests.support.lambda_events import FakeLambdaContext, rest_v1_event
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
@@ -39,7 +39,7 @@ def _data_event(chat_id: str, name: str) -> dict[str, Any]:
     return rest_v1_event("GET", "/api/ap/data", None, headers, {"file": file, "t": token})
 
 
-def test_a_base64_encoded_json_body_reaches_the_route(lambda_env: None) -> None:  # noqa: F811
+def test_a_base64_encoded_json_body_reaches_the_route(lambda_env: None) -> None:
     from functions.submit import handler as submit_module
 
     submit = _fresh(submit_module)
@@ -50,7 +50,7 @@ def test_a_base64_encoded_json_body_reaches_the_route(lambda_env: None) -> None:
     assert answer["isBase64Encoded"] is False  # JSON stays text: API Gateway passes it through as is
 
 
-def test_a_png_is_marked_binary_and_text_files_stay_text(lambda_env: None) -> None:  # noqa: F811
+def test_a_png_is_marked_binary_and_text_files_stay_text(lambda_env: None) -> None:
     from functions.data import handler as data_module
 
     chat_id = new_chat_id()

@@ -15,13 +15,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from agent_core.context import AppContext
 from tests.support.openai_stub import OpenAiStub, StubScript
-from tests.support.responses_app import (  # noqa: F401 (fixtures)
-    base_url_fixture,
-    chat_messages,
-    client_fixture,
-    context_fixture,
-    table_items,
-)
+from tests.support.responses_app import chat_messages, table_items
 
 WEATHER: dict[str, Any] = {
     "type": "function",

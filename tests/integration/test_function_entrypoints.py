@@ -14,29 +14,10 @@ import boto3
 import httpx
 import pytest
 
-from agent_core.config import get_settings
 from agent_core.observability import tracer
-from agent_core.store.embedded import ensure_resources
 from tests.support.lambda_events import FakeLambdaContext, http_v2_event, rest_v1_event
 from tests.support.server import serve
 from tests.support.sse import query
-
-
-@pytest.fixture
-def lambda_env(aws_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name, value in {
-        "AWS_LAMBDA_FUNCTION_NAME": "agent-core-fn",
-        "AGENT_TABLE_NAME": "agent-core-test",
-        "AGENT_DATA_BUCKET": "agent-core-test-data",
-        "AGENT_LLM_PROVIDER": "offline",
-        "AGENT_DATA_TOKEN_SECRET": "test-secret",
-        "POWERTOOLS_TRACE_DISABLED": "1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    get_settings.cache_clear()
-    ensure_resources(get_settings(), boto3.client("dynamodb"), boto3.client("s3"))
-    yield
-    get_settings.cache_clear()
 
 
 def _fresh(module: Any) -> Any:

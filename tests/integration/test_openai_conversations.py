@@ -7,13 +7,7 @@ import pytest
 
 from agent_core.context import AppContext
 from tests.support.openai_stub import OpenAiStub, StubScript
-from tests.support.responses_app import (  # noqa: F401 (fixtures)
-    base_url_fixture,
-    chat_messages,
-    client_fixture,
-    context_fixture,
-    other_fixture,
-)
+from tests.support.responses_app import chat_messages
 
 
 def test_conversations_are_our_chats(client: openai.OpenAI, openai_stub: OpenAiStub) -> None:

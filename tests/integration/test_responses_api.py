@@ -21,14 +21,7 @@ from tests.support.faults import FaultPlan
 from tests.support.fixtures import make_settings
 from tests.support.openai_stub import OpenAiStub, StubScript
 from tests.support.openai_wire import WireCheck
-from tests.support.responses_app import (  # noqa: F401 (fixtures)
-    base_url_fixture,
-    chat_messages,
-    client_fixture,
-    context_fixture,
-    table_items,
-    wait_status,
-)
+from tests.support.responses_app import chat_messages, table_items, wait_status
 from tests.support.server import serve
 
 WEATHER_TOOL: dict[str, Any] = {

@@ -17,7 +17,6 @@ import pytest
 from agent_core.context import AppContext
 from agent_core.openai_api.client_turn import client_chat_id
 from tests.support.openai_stub import OpenAiStub, StubScript
-from tests.support.responses_app import base_url_fixture, context_fixture  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".build" / "ai-sdk"

@@ -21,6 +21,8 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import unquote
 
+# How often the serving thread looks for a stop request: a stub stops within this (tests start one each).
+POLL_S = 0.005
 DEFAULT_REPLY = "bedrock stub reply"
 _STRING_HEADER = 7  # the event-stream header value type of a UTF-8 string
 
@@ -267,7 +269,7 @@ class BedrockStub:
 
     def start(self) -> BedrockStub:
         self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), name="bedrock-stub", daemon=True
+            target=self._server.serve_forever, args=(POLL_S,), name="bedrock-stub", daemon=True
         )
         self._thread.start()
         return self

@@ -1,7 +1,8 @@
-"""Shared pytest fixtures; tests/conftest.py imports from here."""
+"""Shared pytest fixtures, registered for every test by tests/conftest.py (`pytest_plugins`)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,22 @@ def make_settings(**overrides: Any) -> Settings:
     base: dict[str, Any] = {"AGENT_STORAGE": "memory", "AGENT_LLM_PROVIDER": "offline"}
     base.update(overrides)
     return Settings(_env_file=None, **base)  # type: ignore[call-arg]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_botocore_data() -> Iterator[None]:
+    """One botocore data loader for every boto3 session of the test process.
+
+    The product gives each client its own session (thread safety), and moto gives each test a fresh default
+    session; each new session re-reads and re-parses botocore's service models (~0.1 s per client). The
+    model files never change during a run, so a loader (which caches what it has read) is shared.
+    """
+    import botocore.loaders
+    import botocore.session
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(botocore.session, "create_loader", functools.cache(botocore.loaders.create_loader))
+        yield
 
 
 @pytest.fixture

@@ -12,6 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+# How often the serving thread looks for a stop request: a stub stops within this (tests start one each).
+POLL_S = 0.005
 DEFAULT_REPLY = "stub reply"
 
 
@@ -295,7 +297,7 @@ class OpenAiStub:
     def start(self) -> OpenAiStub:
         """Start serving in a daemon thread."""
         self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), name="openai-stub", daemon=True
+            target=self._server.serve_forever, args=(POLL_S,), name="openai-stub", daemon=True
         )
         self._thread.start()
         return self

@@ -2,7 +2,7 @@
 
 What it sends on /v1 is validated against the openai SDK's types as it is sent (`tests/support/openai_wire.py`).
 
-Fixtures are named with `name=` so a test module can import them without shadowing its parameters.
+Its fixtures are registered for every test by tests/conftest.py (`pytest_plugins`).
 """
 
 from __future__ import annotations
@@ -37,11 +37,45 @@ def context_fixture(openai_stub: OpenAiStub, moto_table: DynamoTable) -> AppCont
     return build_context(settings, table=moto_table, llm=OpenAiLlmClient(settings), audit=lambda line: None)
 
 
+class _TestApp:
+    """The running test's ASGI app behind the worker's one uvicorn server; counts the requests in flight."""
+
+    def __init__(self) -> None:
+        self.app: Any = None
+        self.in_flight = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.app is None:
+            raise RuntimeError("no test is serving an app")
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+
+
+@pytest.fixture(scope="session")
+def responses_server() -> Iterator[tuple[str, _TestApp]]:
+    """One uvicorn server for the session (starting and stopping one per test took ~0.25 s)."""
+    current = _TestApp()
+    with serve(current) as base:
+        yield base, current
+
+
 @pytest.fixture(name="base_url")
-def base_url_fixture(context: AppContext) -> Iterator[str]:
+def base_url_fixture(context: AppContext, responses_server: tuple[str, _TestApp]) -> Iterator[str]:
+    """The test's own app (its own context, table and stub), served until its requests have ended; everything it
+    sends on /v1 is checked against the openai SDK's types."""
+    base, current = responses_server
     checked = WireCheck(build_app(*routes.local, context=context))
-    with serve(checked) as base:
+    current.app = checked
+    try:
         yield f"{base}/v1"
+    finally:
+        deadline = time.monotonic() + 10  # bounded drain, as a server's shutdown waits for its responses
+        while current.in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
+        current.app = None
     assert checked.errors == [], "\n\n".join(checked.errors)
 
 

@@ -20,10 +20,16 @@ def free_port() -> int:
 
 @contextmanager
 def serve(app: Any) -> Iterator[str]:
-    """Yield the base URL while uvicorn serves `app`; stop it afterwards."""
-    port = free_port()
+    """Yield the base URL while uvicorn serves `app`; stop it afterwards.
+
+    uvicorn is handed a socket already bound to a free port, so no other process (a parallel test worker)
+    can take the port between choosing it and listening on it.
+    """
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = int(sock.getsockname()[1])
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     for _ in range(400):  # bounded wait for the socket, not a timing assertion
         if server.started:
@@ -34,3 +40,4 @@ def serve(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+        sock.close()

@@ -11,12 +11,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import platform
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +52,16 @@ def _ignore_build_dir() -> None:
     marker = BUILD_DIR.parent / ".gitignore"
     if not marker.exists():
         marker.write_text("*\n")
+
+
+@contextmanager
+def exclusive() -> Iterator[None]:
+    """Hold .build/deployed for one test session at a time: a second run (another worker or `make` target)
+    waits instead of building, pruning or logging into the same folder concurrently."""
+    _ignore_build_dir()
+    with (BUILD_DIR / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def runtime(version: str = RUNTIME_VERSION) -> Runtime:
