@@ -271,11 +271,13 @@ def test_blocking_responses_and_chat_completions_have_the_turn_deadline_and_answ
             # A buffered Chat Completion has the same deadline
             HANG.set()  # the stalled handler thread finishes
             HANG.clear()
+            openai_stub.discard_pending()  # the deadline may have passed before the request reached the stub
             openai_stub.enqueue(StubScript.text("thinking", " forever", gate=HANG))
             with pytest.raises(openai.InternalServerError) as error:
                 client.chat.completions.create(model="main-agent", messages=[{"role": "user", "content": "hm?"}])
             assert error.value.status_code == 504 and error.value.code == "deadline_exceeded"
             # The conversation's lease was released: its next turn runs at once
+            openai_stub.discard_pending()
             after = client.responses.create(model="main-agent", input="and now?", conversation=conversation)
             assert after.status == "completed"
     finally:

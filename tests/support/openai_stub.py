@@ -288,6 +288,12 @@ class OpenAiStub:
         with self._lock:
             self._scripts.extend(scripts)
 
+    def discard_pending(self) -> None:
+        """Drop the scripts no request consumed: a deadline that fires before the request reaches the stub
+        (a loaded machine) leaves its script queued, and the next request must not be served it."""
+        with self._lock:
+            self._scripts.clear()
+
     def _record(self, body: dict[str, Any], headers: dict[str, str]) -> StubScript:
         with self._lock:
             self.requests.append(body)
