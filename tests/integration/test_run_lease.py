@@ -18,7 +18,6 @@ from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.domain.ids import now_ms
 from agent_core.llm.base import LlmRequest
-from agent_core.runtime import cancel as cancel_module
 from agent_core.runtime.cancel import CancelWatch
 from agent_core.store.memory_table import MemoryTable
 from tests.support.fake_llm import Reply, ScriptedLlm
@@ -109,11 +108,9 @@ class FlakyRunReads:
         return True
 
 
-async def test_the_cancel_watch_survives_failed_reads(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cancel_module, "POLL_INTERVAL_S", 0.01)
-    monkeypatch.setattr(cancel_module, "MAX_POLL_INTERVAL_S", 0.02)
+async def test_the_cancel_watch_survives_failed_reads() -> None:
     store = FlakyRunReads()
-    watch = CancelWatch(store, "c", "r", asyncio.Event())  # type: ignore[arg-type]
+    watch = CancelWatch(store, "c", "r", asyncio.Event(), poll_s=0.01, max_poll_s=0.02)  # type: ignore[arg-type]
     watch.start()
     await asyncio.wait_for(watch.event.wait(), timeout=10)
     await watch.stop()

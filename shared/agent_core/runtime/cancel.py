@@ -41,8 +41,19 @@ class CancelRegistry:
 class CancelWatch:
     """One per run: `event` is set by a local cancel at once, or by the store flag within ~0.5 s."""
 
-    def __init__(self, store: TurnStore, chat_id: str, run_id: str, event: asyncio.Event) -> None:
+    def __init__(
+        self,
+        store: TurnStore,
+        chat_id: str,
+        run_id: str,
+        event: asyncio.Event,
+        *,
+        poll_s: float = POLL_INTERVAL_S,
+        max_poll_s: float = MAX_POLL_INTERVAL_S,
+    ) -> None:
         self._store = store
+        self._poll_s = poll_s
+        self._max_poll_s = max_poll_s
         self._chat_id = chat_id
         self._run_id = run_id
         self.event = event
@@ -57,7 +68,7 @@ class CancelWatch:
     async def _watch(self) -> None:
         # One cheap read of the RUN item per interval, never one per delta; a fast turn reads nothing.
         # A failed read is logged and the watch goes on, backing off while reads keep failing.
-        interval = POLL_INTERVAL_S
+        interval = self._poll_s
         while not self.event.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.event.wait(), interval)
@@ -66,10 +77,10 @@ class CancelWatch:
                 requested = await self._store.is_cancel_requested(self._chat_id, self._run_id)
             except Exception as exc:
                 self.failed_reads += 1
-                interval = min(interval * 2, MAX_POLL_INTERVAL_S)
+                interval = min(interval * 2, self._max_poll_s)
                 logger.warning("cancel watch read failed", extra={"runId": self._run_id, "error": type(exc).__name__})
                 continue
-            interval = POLL_INTERVAL_S
+            interval = self._poll_s
             if requested:
                 self.event.set()
 
