@@ -278,6 +278,9 @@ def test_a_run_whose_answer_is_its_message_stores_the_result_without_a_copy() ->
     item = it.run_to_item(ENDED, answer_id="m9")
     assert item[it.ANSWER_ID] == "m9"
     assert TurnResult.model_validate_json(item["result"]).assistant_message == ""
+    back = it.run_from_item(item)  # read back, the result names the message; the reader puts its text back
+    assert ENDED.result is not None and back.result == ENDED.result.model_copy(update={"assistant_message": ""})
+    assert back.model_copy(update={"result": ENDED.result}) == ENDED
     assert it.run_to_item(RUNNING, answer_id="m9").get(it.ANSWER_ID) is None  # no result, nothing to name
 
 

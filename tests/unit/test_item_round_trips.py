@@ -240,21 +240,3 @@ def test_model_to_item_and_back(
     assert isinstance(item[PK], str) and isinstance(item[SK], str)
     assert None not in item.values()  # absent optionals are left out, not stored as NULL
     assert from_item(item) == model
-
-
-def test_a_run_naming_its_answer_message_stores_the_result_without_the_text() -> None:
-    """With answer_id the stored result names the ASSISTANT message instead of copying its text."""
-    run = Run(
-        run_id="run_1",
-        chat_id="c1",
-        user_id="u1",
-        request_id="req_1",
-        status=RunStatus.COMPLETED,
-        started_at=T0,
-        result=RESULT,
-    )
-    item = items.run_to_item(run, answer_id="m2")
-    back = items.run_from_item(item)
-    assert item[items.ANSWER_ID] == "m2"
-    assert back.result == RESULT.model_copy(update={"assistant_message": ""})
-    assert back.model_copy(update={"result": RESULT}) == run
