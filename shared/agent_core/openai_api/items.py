@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import BaseModel, Field
+
 from agent_core.domain.models import Kind, Message, Role, ToolCall
 from agent_core.openai_api.request import CONTINUE_MESSAGE
 
@@ -57,9 +59,18 @@ def conversation_items(messages: list[Message], server_label: str = "agent") -> 
     return items
 
 
-def list_page(items: list[Wire], *, after: str | None, limit: int, order: Literal["asc", "desc"]) -> Wire:
+class ListQuery(BaseModel):
+    """The query of every paged list of the API (`?after=&limit=&order=`), as OpenAI defines it."""
+
+    after: str | None = None
+    limit: int = Field(20, ge=1, le=100)
+    order: Literal["asc", "desc"] = "desc"
+
+
+def list_page(items: list[Wire], query: ListQuery) -> Wire:
     """`{object: list, data, first_id, last_id, has_more}` over items oldest first, paged after an item id."""
-    ordered = items if order == "asc" else list(reversed(items))
+    after, limit = query.after, query.limit
+    ordered = items if query.order == "asc" else list(reversed(items))
     if after is not None:
         ids = [str(item.get("id")) for item in ordered]
         ordered = ordered[ids.index(after) + 1 :] if after in ids else []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 from pydantic import Field
@@ -14,7 +14,7 @@ from agent_core.context import AppContext
 from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.models import Chat, Message, Role
 from agent_core.errors import NotFound
-from agent_core.openai_api.items import conversation_items, list_page
+from agent_core.openai_api.items import ListQuery, conversation_items, list_page
 from agent_core.openai_api.plan import to_message
 from agent_core.openai_api.request import Metadata, ParsedInput, WireModel, parse_input
 from agent_core.runtime.chat_deletion import delete_chat_completely
@@ -125,13 +125,11 @@ async def list_items(
     conversation_id: PathId,
     ctx: Ctx,
     user: User,
-    after: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    order: Literal["asc", "desc"] = "desc",
+    query: Annotated[ListQuery, Query()],
 ) -> dict[str, Any]:
     chat = await _chat(ctx, conversation_id, user)
     items = conversation_items(await _all_messages(ctx, chat, user), chat.agent_key)
-    return list_page(items, after=after, limit=limit, order=order)
+    return list_page(items, query)
 
 
 @router.post("/{conversation_id}/items", responses=error_responses(404, 413))
@@ -139,4 +137,4 @@ async def create_items(conversation_id: PathId, body: ItemsCreate, ctx: Ctx, use
     parsed = parse_input(body.items, sortable_id(), ctx.settings.max_message_bytes)  # checked before any read
     chat = await _chat(ctx, conversation_id, user)
     messages = await _add(ctx, chat, parsed)
-    return list_page(conversation_items(messages, chat.agent_key), after=None, limit=PAGE, order="asc")
+    return list_page(conversation_items(messages, chat.agent_key), ListQuery(limit=PAGE, order="asc"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncGenerator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
@@ -18,7 +18,7 @@ from agent_core.domain.jobs import ResponseJob
 from agent_core.errors import InvalidRequest, NotFound
 from agent_core.openai_api.encoder import replay_events
 from agent_core.openai_api.execution import BackgroundResponses, queue_response, start_response
-from agent_core.openai_api.items import list_page
+from agent_core.openai_api.items import ListQuery, list_page
 from agent_core.openai_api.plan import plan_response
 from agent_core.openai_api.request import ResponseCreate
 from agent_core.openai_api.store import ACTIVE, ResponseRecord
@@ -179,12 +179,10 @@ async def input_items(
     response_id: PathId,
     ctx: Ctx,
     user: User,
-    after: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    order: Literal["asc", "desc"] = "desc",
+    query: Annotated[ListQuery, Query()],
 ) -> dict[str, Any]:
     record = await _owned(ctx, response_id, user)
-    return list_page(record.input_items, after=after, limit=limit, order=order)
+    return list_page(record.input_items, query)
 
 
 def models_of(ctx: AppContext) -> list[dict[str, Any]]:
