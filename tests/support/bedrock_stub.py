@@ -16,13 +16,13 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import unquote
 
+from tests.support.loopback import Loopback, LoopbackServer
+
 # How often the serving thread looks for a stop request: a stub stops within this (tests start one each).
-POLL_S = 0.005
 DEFAULT_REPLY = "bedrock stub reply"
 _STRING_HEADER = 7  # the event-stream header value type of a UTF-8 string
 
@@ -217,8 +217,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+class _Server(LoopbackServer):
     stub: BedrockStub
 
 
@@ -231,7 +230,7 @@ class BedrockCall:
     headers: dict[str, str]
 
 
-class BedrockStub:
+class BedrockStub(Loopback):
     """A loopback Bedrock Runtime in a background thread; enqueue scripts, read `calls`."""
 
     def __init__(self, default_reply: str = DEFAULT_REPLY) -> None:
@@ -241,14 +240,13 @@ class BedrockStub:
         # Consulted before the queue: a script chosen by the request (calls whose order is not fixed).
         self.responder: Callable[[BedrockCall], BedrockScript | None] | None = None
         self._lock = threading.Lock()
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.stub = self
-        self._thread: threading.Thread | None = None
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.stub = self
+        super().__init__(server, "bedrock-stub")
 
     @property
     def endpoint_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self.origin
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -266,24 +264,3 @@ class BedrockStub:
             if self.responder is not None and (script := self.responder(call)) is not None:
                 return script
             return self._scripts.popleft() if self._scripts else BedrockScript.text(self.default_reply)
-
-    def start(self) -> BedrockStub:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(POLL_S,), name="bedrock-stub", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> BedrockStub:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()

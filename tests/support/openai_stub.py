@@ -8,12 +8,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from tests.support.loopback import Loopback, LoopbackServer
+
 # How often the serving thread looks for a stop request: a stub stops within this (tests start one each).
-POLL_S = 0.005
 DEFAULT_REPLY = "stub reply"
 
 
@@ -254,12 +254,11 @@ def _completion(script: StubScript, model: str) -> dict[str, Any]:
     }
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+class _Server(LoopbackServer):
     stub: OpenAiStub
 
 
-class OpenAiStub:
+class OpenAiStub(Loopback):
     """A loopback OpenAI-compatible server in a background thread; enqueue scripts, read `requests`."""
 
     def __init__(self, default_reply: str = DEFAULT_REPLY) -> None:
@@ -268,15 +267,14 @@ class OpenAiStub:
         self.headers: list[dict[str, str]] = []
         self._scripts: deque[StubScript] = deque()
         self._lock = threading.Lock()
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.stub = self
-        self._thread: threading.Thread | None = None
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.stub = self
+        super().__init__(server, "openai-stub")
 
     @property
     def base_url(self) -> str:
         """The OpenAI base URL, ending in /v1."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        return f"{self.origin}/v1"
 
     @property
     def authorizations(self) -> list[str | None]:
@@ -299,26 +297,3 @@ class OpenAiStub:
             self.requests.append(body)
             self.headers.append(headers)
             return self._scripts.popleft() if self._scripts else StubScript.text(self.default_reply)
-
-    def start(self) -> OpenAiStub:
-        """Start serving in a daemon thread."""
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(POLL_S,), name="openai-stub", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the listening socket."""
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> OpenAiStub:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()

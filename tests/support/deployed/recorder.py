@@ -14,9 +14,11 @@ import re
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from tests.support.loopback import Loopback, LoopbackServer
 
 
 @dataclass(frozen=True)
@@ -139,24 +141,23 @@ class _ProxyHandler(BaseHTTPRequestHandler):
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _forward
 
 
-class _ProxyServer(ThreadingHTTPServer):
-    daemon_threads = True
+class _ProxyServer(LoopbackServer):
     upstream_port: int
     record: Any
 
 
-class RecordingProxy:
+class RecordingProxy(Loopback):
     """A loopback reverse proxy in front of moto (`upstream_port`) that records every signed call."""
 
     def __init__(self, upstream_port: int) -> None:
         self.calls: list[Call] = []
         self._lock = threading.Lock()
-        self._server = _ProxyServer(("127.0.0.1", 0), _ProxyHandler)
-        self._server.upstream_port = upstream_port
-        self._server.record = self._record
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
-        self._thread.start()
+        server = _ProxyServer(("127.0.0.1", 0), _ProxyHandler)
+        server.upstream_port = upstream_port
+        server.record = self._record
+        super().__init__(server, "aws-recorder", poll_s=0.05)
+        self.url = self.origin
+        self.start()
 
     def _record(self, call: Call) -> None:
         with self._lock:
@@ -172,7 +173,3 @@ class RecordingProxy:
     def denied(self) -> list[Call]:
         with self._lock:
             return [c for c in self.calls if c.status == 403]
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()

@@ -18,8 +18,10 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.loopback import Loopback, LoopbackServer
 
 PREFIX = "/2018-06-01/runtime"
 STREAM_SEPARATOR = b"\x00" * 8
@@ -164,8 +166,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(202, b'{"status": "OK"}')
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+class _Server(LoopbackServer):
     api: RuntimeApi
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -174,7 +175,7 @@ class _Server(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-class RuntimeApi:
+class RuntimeApi(Loopback):
     """One function's Runtime API: `invoke` (buffered) and `invoke_streaming` (HTTP integration stream)."""
 
     def __init__(self, function_arn: str, timeout_s: int) -> None:
@@ -185,11 +186,11 @@ class RuntimeApi:
         self.init_error: dict[str, Any] | None = None
         self.ready = threading.Event()
         self.ready_at: float | None = None  # monotonic time of the first `next` (the end of init)
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.api = self
-        self.address = f"127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
-        self._thread.start()
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.api = self
+        super().__init__(server, "runtime-api", poll_s=0.05)
+        self.address = self.origin.removeprefix("http://")  # AWS_LAMBDA_RUNTIME_API: host:port
+        self.start()
 
     def mark_ready(self) -> None:
         if not self.ready.is_set():
@@ -233,7 +234,3 @@ class RuntimeApi:
             _invocation=invocation,
             _rest=rest,
         )
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
