@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError
 
 from agent_core.errors import ServiceUnavailable
 from agent_core.store.aws_client import ThreadedAwsClient
-from agent_core.store.schema import INDEXES, PK, SK
+from agent_core.store.schema import PK, SK, key_attributes
 from agent_core.store.table import (
     Atom,
     Condition,
@@ -177,10 +177,7 @@ class DynamoTable(ThreadedAwsClient):
         limit: int | None = None,
         start_key: Item | None = None,
     ) -> QueryPage:
-        pk_attr, sk_attr = PK, SK
-        if index is not None:
-            spec = next(i for i in INDEXES if i.name == index)
-            pk_attr, sk_attr = spec.pk, spec.sk
+        pk_attr, sk_attr = key_attributes(index)
         expr = _Expr()
         condition = f"{expr.name(pk_attr)} = {expr.value(pk)}"
         if sk is not None and sk.begins_with is not None:

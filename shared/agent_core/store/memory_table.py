@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 
-from agent_core.store.schema import INDEXES, PK, SK
+from agent_core.store.schema import INDEXES, PK, SK, key_attributes
 from agent_core.store.table import (
     Condition,
     ConditionFailed,
@@ -94,10 +94,8 @@ class MemoryTable:
         limit: int | None = None,
         start_key: Item | None = None,
     ) -> QueryPage:
-        pk_attr, sk_attr = PK, SK
+        pk_attr, sk_attr = key_attributes(index)
         if index is not None:
-            spec = next(i for i in INDEXES if i.name == index)
-            pk_attr, sk_attr = spec.pk, spec.sk
             keys = self._indexes[index].get(pk, set())
             candidates = [item for item in (self._find(k) for k in keys) if item is not None]
         else:

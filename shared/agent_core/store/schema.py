@@ -25,6 +25,18 @@ GSI2 = IndexSpec(name="gsi2", pk="gsi2pk", sk="gsi2sk")
 # gsi3 (sparse, write-sharded): day markers by the UTC hour in which the local day closes.
 GSI3 = IndexSpec(name="gsi3", pk="gsi3pk", sk="gsi3sk")
 INDEXES: tuple[IndexSpec, ...] = (GSI1, GSI2, GSI3)
+_BY_NAME = {index.name: index for index in INDEXES}
+
+
+def key_attributes(index: str | None) -> tuple[str, str]:
+    """The (partition, sort) key attributes a query reads: the base table's, or the named index's (a KeyError
+    for any other name: attribute names come from the schema only, never from input)."""
+    if index is None:
+        return PK, SK
+    spec = _BY_NAME[index]
+    return spec.pk, spec.sk
+
+
 SHARDS = 8
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from agent_core.store.item_size import ITEM_LIMIT_BYTES, item_size
-from agent_core.store.schema import INDEXES, PK, SK, TTL_ATTRIBUTE
+from agent_core.store.schema import INDEXES, PK, SK, TTL_ATTRIBUTE, key_attributes
 from agent_core.store.sqlite_db import SqliteDatabase, prefix_end
 from agent_core.store.table import (
     Condition,
@@ -51,7 +51,6 @@ def _checked_size(item: Item) -> Item:
 
 _COLUMNS = ["pk", "sk", "data", *(c for i in INDEXES for c in (i.pk, i.sk)), "ttl"]
 _UPSERT = f"INSERT OR REPLACE INTO items ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
-_SPECS = {i.name: i for i in INDEXES}
 
 
 def _row(item: Item) -> tuple[Any, ...]:
@@ -121,10 +120,7 @@ class SqliteTable:
         limit: int | None,
         start_key: Item | None,
     ) -> QueryPage:
-        pk_attr, sk_attr = PK, SK
-        if index is not None:
-            spec = _SPECS[index]  # column names come from the schema only, never from input
-            pk_attr, sk_attr = spec.pk, spec.sk
+        pk_attr, sk_attr = key_attributes(index)
         where = [f"{pk_attr} = ?", f"{sk_attr} IS NOT NULL"]
         args: list[Any] = [pk]
         if sk is not None and sk.begins_with is not None:
