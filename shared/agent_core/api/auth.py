@@ -18,7 +18,7 @@ MAX_USER_ID = 256
 # Clock skew allowed on `exp`, `nbf` and `iat` (a token issued in the future beyond it is refused).
 JWT_LEEWAY_S = 30
 REQUIRED_CLAIMS = ["exp", "sub"]  # a token without `exp` would never expire
-MAX_TOKEN_CHARS = 8192  # longer is no token an issuer sends: refused before it is parsed
+MAX_TOKEN_CHARS = 16384  # beyond any issuer's token (and most gateways' header limits): refused unparsed
 
 
 class SigningKeysUnavailable(ServiceUnavailable):
