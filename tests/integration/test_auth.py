@@ -170,6 +170,7 @@ def test_jwt_mode_answers_every_forged_or_malformed_token_401_without_a_tracebac
         "header not UTF-8": f"{_segment(bytes([0xFF, 0xFE]))}.{_segment(b'{}')}.",
         "claims not JSON": f"{_segment(json.dumps({'alg': 'RS256', 'kid': 'k1'}).encode())}.!!!.sig",
         "four segments": "a.b.c.d",
+        "deeply nested header": _segment(b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}") + "." + _segment(b"{}") + ".",
     }
     caplog.set_level(logging.DEBUG)
     for name, token in forged.items():
