@@ -101,6 +101,20 @@ class Settings(BaseSettings):
     jwt_jwks_url: str = Field(
         "", alias="AGENT_JWT_JWKS_URL", description="Where the JWT signing keys are fetched (`jwt`)"
     )
+    jwt_jwks_timeout_s: float = Field(
+        3.0,
+        gt=0,
+        alias="AGENT_JWT_JWKS_TIMEOUT_S",
+        description="Seconds one fetch of the JWKS may wait on the network (`jwt`); while no key set could be "
+        "fetched, tokens are answered 503 `jwks_unavailable`",
+    )
+    jwt_jwks_min_refresh_s: float = Field(
+        60.0,
+        ge=0,
+        alias="AGENT_JWT_JWKS_MIN_REFRESH_S",
+        description="Least seconds between two fetches of the JWKS (`jwt`): a token naming an unknown `kid` "
+        "refetches the keys at most this often (failed fetches count); cached keys are refetched hourly",
+    )
 
     tools_allowed: StrList = Field(
         default_factory=lambda: ["*"],

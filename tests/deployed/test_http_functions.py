@@ -191,6 +191,10 @@ def test_jwt_mode_verifies_tokens_with_the_templates_issuer_audience_and_jwks(st
         http_v2_event("POST", "/api/ap/submit", body, {"authorization": f"Bearer {wrong_audience}"})
     )
     assert refused["statusCode"] == 401
+    # ES256 in the header, the RSA key's kid: refused by the key's own algorithm, never a 500
+    forged = jwks.token(jwks.ec_key, algorithm="ES256")
+    mismatched = submit.invoke(http_v2_event("POST", "/api/ap/submit", body, {"authorization": f"Bearer {forged}"}))
+    assert mismatched["statusCode"] == 401 and _json(mismatched)["error"]["code"] == "unauthorized"
     anonymous = submit.invoke(rest_v1_event("POST", "/api/ap/submit", body, ALICE))
     assert anonymous["statusCode"] == 401
 

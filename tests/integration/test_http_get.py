@@ -18,7 +18,7 @@ BIG_BODY = b"x" * 10_000
 
 
 class _Handler(BaseHTTPRequestHandler):
-    """Test routes: /ok, /big, /go (to metadata), /hex (to 0x7f000001), /rel, /loop, /utf8."""
+    """Test routes: /ok, /big, /go (to metadata), /hex (to 0x7f000001), /rel, /loop, /utf8, /zero (to port 0)."""
 
     def do_GET(self) -> None:
         """Answer the test routes."""
@@ -29,6 +29,7 @@ class _Handler(BaseHTTPRequestHandler):
             "/rel": "/ok",
             "/loop": "/loop",
             "/ftp": "ftp://example.com/file",
+            "/zero": "http://127.0.0.1:0/ok",
         }
         if self.path in redirects:
             self._send(302, b"", {"Location": redirects[self.path]})
@@ -138,6 +139,21 @@ async def test_invalid_urls(url: str) -> None:
     """Non-http(s) schemes and malformed URLs are invalid arguments."""
     failure = await _failure(url, _ctx())
     assert (failure.status, failure.reason) == ("error", "invalid_arguments")
+
+
+@pytest.mark.parametrize("port", ["0", "00", "65536", "99999"])
+async def test_a_port_outside_1_to_65535_is_refused(server: str, port: str) -> None:
+    """`:0` is not "no port" (it would have meant port 80): refused before any connection, like 65536."""
+    failure = await _failure(f"http://127.0.0.1:{port}/ok", _ctx("127.0.0.1"))
+    assert (failure.status, failure.reason) == ("error", "invalid_arguments")
+    assert "port" in failure.message.lower()
+
+
+async def test_a_redirect_to_port_0_is_not_followed(server: str) -> None:
+    """A hop to port 0 fails as a bad redirect, never as a request to port 80."""
+    failure = await _failure(f"{server}/zero", _ctx("127.0.0.1"))
+    assert (failure.status, failure.reason) == ("error", "fetch_failed")
+    assert "bad redirect" in failure.message and "port" in failure.message
 
 
 async def test_fetch_ok(server: str) -> None:

@@ -5,17 +5,30 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+import anyio.to_thread
 from fastapi import Request
 
 from agent_core.api.gateway import request_context
+from agent_core.api.jwks import JwksCache, JwksUnavailable
 from agent_core.config import Settings
-from agent_core.errors import Unauthorized
+from agent_core.errors import ServiceUnavailable, Unauthorized
 
 LOCAL_USER = "local-user"
 MAX_USER_ID = 256
 # Clock skew allowed on `exp`, `nbf` and `iat` (a token issued in the future beyond it is refused).
 JWT_LEEWAY_S = 30
 REQUIRED_CLAIMS = ["exp", "sub"]  # a token without `exp` would never expire
+MAX_TOKEN_CHARS = 16384  # beyond any issuer's token (and most gateways' header limits): refused unparsed
+
+
+class SigningKeysUnavailable(ServiceUnavailable):
+    """The JWKS could not be fetched and no key is cached: the token cannot be checked yet (503, Retry-After)."""
+
+    code = "jwks_unavailable"
+
+    def __init__(self, message: str, *, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 def _bearer(request: Request) -> str | None:
@@ -40,30 +53,49 @@ def _iam_principal(context: dict[str, Any]) -> str | None:
 
 
 @lru_cache(maxsize=4)
-def _jwks_client(url: str) -> Any:
+def _key_set(url: str, timeout_s: float, min_refresh_s: float) -> JwksCache:
+    return JwksCache(url, timeout_s, min_refresh_s)
+
+
+def _invalid(reason: str) -> Unauthorized:
+    return Unauthorized(f"invalid token: {reason}")
+
+
+def verify_jwt(token: str, settings: Settings) -> dict[str, Any]:
+    """The claims of a Bearer token signed by a key of the JWKS. Blocking (it may fetch the key set): run it in
+    a worker thread. Unauthorized (401) for any token that does not verify, malformed or forged ones included;
+    SigningKeysUnavailable (503) when no key set could be fetched."""
     import jwt  # imported only in jwt mode: keeps it off every other cold start
-
-    return jwt.PyJWKClient(url, cache_keys=True, lifespan=3600)
-
-
-def _verify_jwt(token: str, settings: Settings) -> dict[str, Any]:
-    import jwt
 
     if not settings.jwt_jwks_url:
         raise Unauthorized("JWT verification is not configured")
+    if len(token) > MAX_TOKEN_CHARS:
+        raise _invalid(f"longer than {MAX_TOKEN_CHARS} characters")
     try:
-        key = _jwks_client(settings.jwt_jwks_url).get_signing_key_from_jwt(token)
+        kid = jwt.get_unverified_header(token).get("kid")
+    except jwt.PyJWTError as exc:
+        raise _invalid(type(exc).__name__) from exc
+    if not isinstance(kid, str) or not kid:
+        raise _invalid("no key id (kid) in its header")
+    keys = _key_set(settings.jwt_jwks_url, settings.jwt_jwks_timeout_s, settings.jwt_jwks_min_refresh_s)
+    try:
+        key = keys.key(kid)
+    except JwksUnavailable as exc:
+        raise SigningKeysUnavailable(str(exc), retry_after_s=exc.retry_after_s) from exc
+    if key is None:
+        raise _invalid("unknown key id (kid)")
+    try:
         claims: dict[str, Any] = jwt.decode(
             token,
             key.key,
-            algorithms=["RS256", "ES256", "PS256"],
+            algorithms=list(key.algorithms),  # the key's own: never the algorithm the header asks for
             audience=settings.jwt_audience or None,
             issuer=settings.jwt_issuer or None,
             leeway=JWT_LEEWAY_S,
             options={"verify_aud": bool(settings.jwt_audience), "require": REQUIRED_CLAIMS},
         )
-    except jwt.PyJWTError as exc:
-        raise Unauthorized(f"invalid token: {type(exc).__name__}") from exc
+    except (jwt.PyJWTError, ValueError, TypeError) as exc:  # PyJWT raises the last two on some forged tokens
+        raise _invalid(type(exc).__name__) from exc
     return claims
 
 
@@ -73,8 +105,10 @@ def _checked(user_id: str | None) -> str:
     return user_id
 
 
-def resolve_user(request: Request, settings: Settings) -> str:
-    """The caller's user id; raises Unauthorized when the mode's credential is missing or invalid."""
+async def resolve_user(request: Request, settings: Settings) -> str:
+    """The caller's user id; raises Unauthorized when the mode's credential is missing or invalid.
+
+    A Bearer token is verified in a worker thread: fetching the key set must never stall the event loop."""
     if settings.auth_mode == "none":
         return _checked(request.headers.get("x-user-id") or _bearer(request) or LOCAL_USER)
     context = request_context(request, settings)
@@ -85,5 +119,5 @@ def resolve_user(request: Request, settings: Settings) -> str:
         token = _bearer(request)
         if token is None:
             raise Unauthorized("a Bearer token is required")
-        claims = _verify_jwt(token, settings)
+        claims = await anyio.to_thread.run_sync(verify_jwt, token, settings)
     return _checked(str(claims.get("sub") or ""))

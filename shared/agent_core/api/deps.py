@@ -27,8 +27,9 @@ def app_context(request: Request) -> AppContext:
     return context
 
 
-def current_user(request: Request) -> str:
-    return resolve_user(request, app_context(request).settings)
+async def current_user(request: Request) -> str:
+    """The caller (a JWT is verified in a worker thread, never on the event loop)."""
+    return await resolve_user(request, app_context(request).settings)
 
 
 def request_now(request: Request) -> datetime | None:

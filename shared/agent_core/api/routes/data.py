@@ -71,7 +71,7 @@ async def _authorise(request: Request, settings: Settings, chat_id: str, file: s
                 f"data token refused: {exc}", param="t", data={"errorCode": exc.error_code}
             ) from exc
         return
-    user = current_user(request)
+    user = await current_user(request)
     if await app_context(request).deps.store.get_chat(chat_id, user) is None:
         raise _not_found()
 

@@ -20,6 +20,7 @@ from agent_core.tools.base import Tool, ToolContext, ToolFailure
 from agent_core.tools.netguard import IPAddress, resolve_checked
 
 MAX_REDIRECTS = 5
+MIN_PORT, MAX_PORT = 1, 65535
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 OUTPUT_HEADROOM_BYTES = 1024
 USER_AGENT = "agent-core-http-get/1.0"
@@ -80,7 +81,7 @@ def _parse_target(url: str) -> _Target:
         parts = urlsplit(url)
         port = parts.port
         host = parts.hostname or ""
-    except ValueError as exc:
+    except ValueError as exc:  # includes a port beyond 65535 or not a number
         raise _bad(f"invalid url: {exc}") from exc
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
@@ -94,7 +95,9 @@ def _parse_target(url: str) -> _Target:
     except UnicodeError as exc:
         raise _bad(f"invalid host name: {exc}") from exc
     default_port = 443 if scheme == "https" else 80
-    port = port or default_port
+    port = default_port if port is None else port
+    if not MIN_PORT <= port <= MAX_PORT:  # `:0` would otherwise read as "no port" (the default one)
+        raise _bad(f"url port must be between {MIN_PORT} and {MAX_PORT}, not {port}")
     bare = host.split("%", 1)[0]
     shown = f"[{bare}]" if ":" in bare else bare
     host_header = shown if port == default_port else f"{shown}:{port}"
