@@ -22,6 +22,7 @@ class Recall:
     """What the records say about a range, ready for one prompt."""
 
     days: list[str] = field(default_factory=list)  # one block per day that has records
+    dates: list[date] = field(default_factory=list)  # those days
     details: list[str] = field(default_factory=list)
 
     @property
@@ -36,25 +37,31 @@ class Recall:
 
 
 async def recall(store: MemoryReader, user_id: str, span: TimeRange, tz: ZoneInfo, *, detail: bool) -> Recall:
-    """Daily summaries first; for days without one, session summaries, else raw messages (bounded)."""
+    """Daily summaries first; for days without one, session summaries, else raw messages (bounded).
+
+    A `latest` span (上次, "last time") gives only its most recent day with records (looked for newest first).
+    """
     start = max(span.start, span.end - timedelta(days=MAX_DAYS - 1))
     summaries = {d.date: d for d in await store.daily_range(user_id, start.isoformat(), span.end.isoformat())}
     range_start_ms, _ = day_bounds(start, tz)
     chats = await store.chats_active_since(user_id, range_start_ms)
     result = Recall()
-    day = start
-    while day <= span.end:
+    days = [start + timedelta(days=n) for n in range((span.end - start).days + 1)]
+    for day in reversed(days) if span.latest else days:
         key = day.isoformat()
         if key in summaries:
             topics = ", ".join(summaries[key].key_topics)
             result.days.append(f"{key} (topics: {topics}):\n{summaries[key].summary}")
         else:
             block = await _fallback(store, chats, day, tz)
-            if block:
-                result.days.append(f"{key}:\n{block}")
-        day += timedelta(days=1)
-    if detail and result.days:
-        result.details = await _raw_lines(store, chats, start, span.end, tz, DETAIL_MESSAGES)
+            if not block:
+                continue
+            result.days.append(f"{key}:\n{block}")
+        result.dates.append(day)
+        if span.latest:
+            break
+    if detail and result.dates:
+        result.details = await _raw_lines(store, chats, min(result.dates), max(result.dates), tz, DETAIL_MESSAGES)
     return result
 
 
