@@ -15,6 +15,7 @@ from agent_core.jobs.report import JobReport
 from agent_core.memory.calendar import close_bucket, day_bounds, id_ceiling, id_floor, to_ms, zone
 from agent_core.memory.summarize import summarise, transcript
 from agent_core.observability import logger
+from agent_core.store.base import MemoryReader
 from agent_core.store.schema import SHARDS
 
 ACTIVE_WINDOW_MS = 10 * 60_000
@@ -128,15 +129,30 @@ async def _day_text(deps: RunDeps, found: DayMaterial) -> tuple[str, list[str]]:
     return "\n\n".join(parts)[:DAY_FALLBACK_CHARS], result.key_topics
 
 
+async def last_active(store: MemoryReader, user_id: str, at_ms: int) -> int | None:
+    """When the user was last active in the ACTIVE_WINDOW_MS before `at_ms`; None when quiet. While active, a
+    daily-summary job waits (DEFER_S at a time, MAX_DEFERRALS times)."""
+    recent = await store.chats_active_since(user_id, at_ms - ACTIVE_WINDOW_MS)
+    return max((c.last_activity_at for c in recent if c.last_activity_at <= at_ms), default=None)
+
+
+def forced(job: DailySummaryJob) -> DailySummaryJob:
+    """The job with its deferrals spent: it summarises at once, even while the user is active."""
+    return job.model_copy(update={"deferrals": MAX_DEFERRALS})
+
+
 async def summarize_day(deps: RunDeps, job: DailySummaryJob) -> bool:
     """Upsert the user's day summary and write it into each chat active that day. False: nothing written."""
     store = deps.store
     if await store.is_day_done(job.user_id, job.date):
         return False
     now_ms_ = job.now_ms or now_ms()
-    recent = await store.chats_active_since(job.user_id, now_ms_ - ACTIVE_WINDOW_MS)
-    if any(c.last_activity_at <= now_ms_ for c in recent) and job.deferrals < MAX_DEFERRALS:
+    if job.deferrals < MAX_DEFERRALS and await last_active(store, job.user_id, now_ms_) is not None:
         # The user is still talking: summarise later (a delayed message, not a failure).
+        logger.info(
+            "daily summary deferred: the user is active",
+            extra={"userId": job.user_id, "date": job.date, "delayS": DEFER_S, "deferrals": job.deferrals + 1},
+        )
         await deps.work_queue.enqueue(job.model_copy(update={"deferrals": job.deferrals + 1}), delay_s=DEFER_S)
         return False
     profile = await store.get_profile(job.user_id)
