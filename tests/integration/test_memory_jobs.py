@@ -440,3 +440,27 @@ async def test_a_session_across_midnight_is_told_by_both_days_each_message_once(
     days = {d.date: d for d in await context.deps.store.daily_range("alice", "2026-01-07", "2026-01-08")}
     assert "右佐匹克隆" in days["2026-01-07"].summary and "右佐匹克隆" in days["2026-01-08"].summary
     assert days["2026-01-08"].session_count == 1 and days["2026-01-08"].message_count == 4 + 2
+
+
+async def test_a_day_not_summarised_yet_is_recalled_with_its_short_sessions_too() -> None:
+    """Today (no daily summary): a summarised session by its summary, a skipped one by its messages."""
+    llm = JsonLlm(Reply(text="ok"), Reply(text="ok"), Reply(text="ok"), Reply(text="Today: Kyoto, and a headache."))
+    context = _context(llm)
+    async with _client(context) as client:
+        chat_id = await _say(client, None, "I want to visit Kyoto in April", DAY1)
+        await _say(client, chat_id, "with a budget of 8000 CNY", DAY1 + timedelta(minutes=1))
+        await _say(client, None, "我头疼", DAY1 + timedelta(hours=1))
+        await run_idle_sessions(context.deps, DAY1 + timedelta(hours=2))
+        await context.background.join()
+        response = await client.post(
+            "/api/ap/query",
+            json={"message": "今天我们聊了什么？"},
+            headers={"X-Agent-Now": (DAY1 + timedelta(hours=3)).isoformat()},
+        )
+    events = events_in(response.text)
+    assert next(e for e in events if e["type"] == "run.route")["mode"] == "time_query"
+    assert "".join(e["delta"] for e in events if e["type"] == "content.delta") == "Today: Kyoto, and a headache."
+    records = str([r for r in llm.requests if r.purpose == "chat"][-1].messages[1]["content"])
+    assert "- The user planned a trip to Kyoto in April." in records
+    assert "User: 我头疼" in records, "the skipped session is told by its messages"
+    assert "User: I want to visit Kyoto" not in records, "the summarised session is not told twice"

@@ -13,6 +13,7 @@ from agent_core.domain.models import Chat, DailySummary, Kind, Message, Role, Se
 from agent_core.jobs.job_run import job_run
 from agent_core.jobs.report import JobReport
 from agent_core.memory.calendar import close_bucket, day_bounds, id_ceiling, id_floor, to_ms, zone
+from agent_core.memory.session_rules import covered, told
 from agent_core.memory.summarize import summarise, transcript
 from agent_core.observability import logger
 from agent_core.store.base import MemoryReader
@@ -84,11 +85,6 @@ class DayMaterial:
     active: list[Chat] = field(default_factory=list)
 
 
-def covered(message: Message, sessions: list[SessionSummary]) -> bool:
-    """Whether a summarised session spans the message (its summary already tells it)."""
-    return any(s.started_at <= message.created_at <= s.ended_at for s in sessions)
-
-
 async def _day_material(deps: RunDeps, chats: list[Chat], day: str, start_ms: int, end_ms: int) -> DayMaterial:
     """The day's session summaries, and its messages that no summary covers.
 
@@ -104,7 +100,7 @@ async def _day_material(deps: RunDeps, chats: list[Chat], day: str, start_ms: in
             continue
         found.active.append(chat)
         filed = [s for s in await deps.store.list_sessions(chat.chat_id) if s.local_date == day]
-        summarised = [s for s in filed if not s.skipped and s.summary.strip()]
+        summarised = told(filed)
         found.filed += len(filed)
         found.sessions += summarised
         uncovered = [m for m in normal if not covered(m, summarised)]

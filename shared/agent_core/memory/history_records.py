@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from zoneinfo import ZoneInfo
 
-from agent_core.domain.models import Chat, Kind, Message
+from agent_core.domain.models import Chat, Kind, Message, SessionSummary
 from agent_core.memory.calendar import day_bounds, id_ceiling, id_floor
+from agent_core.memory.session_rules import covered, told
 from agent_core.memory.summarize import transcript
 from agent_core.memory.time_query import TimeRange
 from agent_core.store.base import MemoryReader
@@ -66,23 +67,30 @@ async def recall(store: MemoryReader, user_id: str, span: TimeRange, tz: ZoneInf
 
 
 async def _fallback(store: MemoryReader, chats: list[Chat], day: date, tz: ZoneInfo) -> str:
-    """A day without a daily summary (today, or not yet summarised): its session summaries, else raw messages."""
+    """A day without a daily summary (today, or not yet summarised): its session summaries, then the messages
+    none of them tells (skipped short sessions, open ones, a session's part after midnight), bounded."""
     key = day.isoformat()
-    sessions = [s for c in chats for s in await store.list_sessions(c.chat_id) if s.local_date == key and s.summary]
-    if sessions:
-        return "\n".join(f"- {s.summary}" for s in sessions)
-    lines = await _raw_lines(store, chats, day, day, tz, RAW_PER_DAY)
+    sessions = told([s for c in chats for s in await store.list_sessions(c.chat_id) if s.local_date == key])
+    lines = [f"- {s.summary}" for s in sessions]
+    lines += await _raw_lines(store, chats, day, day, tz, RAW_PER_DAY, told_by=sessions)
     return "\n".join(lines)
 
 
 async def _raw_lines(
-    store: MemoryReader, chats: list[Chat], first: date, last: date, tz: ZoneInfo, limit: int
+    store: MemoryReader,
+    chats: list[Chat],
+    first: date,
+    last: date,
+    tz: ZoneInfo,
+    limit: int,
+    told_by: list[SessionSummary] | None = None,
 ) -> list[str]:
+    """The messages of the days, the last `limit`, as transcript lines; without those `told_by` summaries."""
     start_ms, _ = day_bounds(first, tz)
     _, end_ms = day_bounds(last, tz)
     found: list[Message] = []
     for chat in chats:
         messages = await store.messages_between(chat.chat_id, id_floor(start_ms), id_ceiling(end_ms - 1))
-        found += [m for m in messages if m.kind == Kind.NORMAL and m.content]
+        found += [m for m in messages if m.kind == Kind.NORMAL and m.content and not covered(m, told_by or [])]
     found.sort(key=lambda m: m.id)
     return transcript(found[-limit:], max_chars_per_message=400).splitlines()
