@@ -117,13 +117,25 @@ one process (this command would see an empty store of its own).
   jobs daily-summary --date DATE
       the hourly pass at the end of DATE in AGENT_DEFAULT_TIMEZONE + 1 h, i.e. the summaries of DATE for
       the users whose day closes with that zone's (use --user for a user in another zone)
-  jobs daily-summary --date DATE --user USER [--now ISO]
+  jobs daily-summary --date DATE --user USER [--now ISO] [--force]
       one daily-summary job for USER's DATE (--now sets the job's clock)
-  jobs backfill --since DATE --user USER [--until DATE]
+  jobs backfill --since DATE --user USER [--until DATE] [--force]
       one daily-summary job per date from --since through --until (default: yesterday in
       AGENT_DEFAULT_TIMEZONE), one at a time, with a progress bar on stderr; --user is required (no
       table scan finds "all users")
+
+A daily summary waits while its user is active (a message in the last 10 minutes): the job would be
+deferred by 10 minutes at a time, up to an hour. With --user, the command refuses at once instead (exit 3,
+the reason on stderr, nothing enqueued); --force summarises now, with the messages so far.
 """
+
+
+FORCE_HELP = "summarise now even if the user was active in the last 10 minutes (else: refused, exit 3)"
+USER_ACTIVE = 3  # the exit code when --user was active recently and --force was not given
+
+
+class UserActive(Exception):
+    """The user is talking: a daily summary now would wait (deferred); the command refuses and says why."""
 
 
 def _iso_time(value: str) -> datetime:
@@ -157,6 +169,7 @@ def add_jobs_commands(jobs: argparse.ArgumentParser) -> None:
     daily.add_argument("--date", type=_iso_date, help="YYYY-MM-DD: that date's summaries")
     daily.add_argument("--user", help="with --date: enqueue the job for this user directly")
     daily.add_argument("--now", type=_iso_time, help="the pass's (or the job's) time (ISO 8601; no offset = UTC)")
+    daily.add_argument("--force", action="store_true", help=FORCE_HELP)
     backfill = which.add_parser(
         "backfill",
         help="enqueue one user's daily summaries since a date (--user is required)",
@@ -166,6 +179,7 @@ def add_jobs_commands(jobs: argparse.ArgumentParser) -> None:
     backfill.add_argument("--since", type=_iso_date, required=True, help="YYYY-MM-DD, the first date")
     backfill.add_argument("--until", type=_iso_date, help="YYYY-MM-DD, the last date (default: yesterday)")
     backfill.add_argument("--user", required=True, help="the user whose days to summarise (required)")
+    backfill.add_argument("--force", action="store_true", help=FORCE_HELP)
 
 
 class ProgressBar:
@@ -199,6 +213,8 @@ def _check_jobs_args(args: argparse.Namespace, zone: str, fail: Callable[[str], 
             fail("daily-summary: --user needs --date")
         if args.date and not args.user and args.now:
             fail("daily-summary: --date without --user runs the pass at the end of that date; leave out --now")
+        if args.force and not args.user:
+            fail("daily-summary: --force applies to one user's date (--date and --user)")
     if args.job == "backfill":
         args.until = args.until or (datetime.now(ZoneInfo(zone)).date() - timedelta(days=1))
         if args.until < args.since:
@@ -208,16 +224,44 @@ def _check_jobs_args(args: argparse.Namespace, zone: str, fail: Callable[[str], 
 Progress = Callable[[int, int, str], None]  # (done, total, label)
 
 
+async def refuse_if_active(ctx: AppContext, user_id: str, now: datetime | None) -> None:
+    """Raise UserActive (saying what the job would wait for) when `user_id` was active in the last 10 minutes."""
+    from agent_core.jobs.daily import ACTIVE_WINDOW_MS, DEFER_S, MAX_DEFERRALS, last_active
+    from agent_core.memory.calendar import from_ms, to_ms
+
+    at = now or datetime.now(UTC)
+    active_at = await last_active(ctx.deps.store, user_id, to_ms(at))
+    if active_at is None:
+        return
+    quiet = from_ms(active_at + ACTIVE_WINDOW_MS).isoformat()
+    raise UserActive(
+        f"agent-core jobs: user {user_id!r} was active at {from_ms(active_at).isoformat()}, in the "
+        f"{ACTIVE_WINDOW_MS // 60_000} minutes before {at.isoformat()}. A daily summary waits until its user has "
+        f"been quiet that long (deferred {DEFER_S // 60} minutes at a time, up to {MAX_DEFERRALS} times), so "
+        f"nothing was enqueued. Run it again after {quiet}, or add --force to summarise now with the messages so far."
+    )
+
+
 async def enqueue_daily_summaries(
-    ctx: AppContext, user_id: str, dates: list[date], now: datetime | None = None, progress: Progress | None = None
+    ctx: AppContext,
+    user_id: str,
+    dates: list[date],
+    now: datetime | None = None,
+    progress: Progress | None = None,
+    *,
+    force: bool = False,
 ) -> int:
-    """Enqueue one DailySummaryJob per date for `user_id`, one at a time, waiting for each; returns the count."""
+    """Enqueue one DailySummaryJob per date for `user_id`, one at a time, waiting for each; returns the count.
+
+    `force`: the jobs do not wait for an active user (they summarise the messages so far)."""
     from agent_core.domain.jobs import DailySummaryJob
+    from agent_core.jobs.daily import forced
     from agent_core.memory.calendar import to_ms
 
     now_ms = to_ms(now) if now is not None else None
     for done, day in enumerate(dates, start=1):
-        await ctx.deps.work_queue.enqueue(DailySummaryJob(user_id=user_id, date=day.isoformat(), now_ms=now_ms))
+        job = DailySummaryJob(user_id=user_id, date=day.isoformat(), now_ms=now_ms)
+        await ctx.deps.work_queue.enqueue(forced(job) if force else job)
         await ctx.background.join()
         if progress is not None:
             progress(done, len(dates), day.isoformat())
@@ -234,13 +278,16 @@ async def _jobs(args: argparse.Namespace, build: ContextBuilder | None) -> dict[
     except AgentDefinitionError as error:
         raise SystemExit(f"agent-core: invalid agent definition: {error}") from error
     line: dict[str, Any]
+    if getattr(args, "user", None) and not args.force:
+        await refuse_if_active(ctx, args.user, getattr(args, "now", None))
     if args.job == "backfill":
         dates = _dates(args.since, args.until)
-        count = await enqueue_daily_summaries(ctx, args.user, dates, progress=ProgressBar(sys.stderr))
+        progress = ProgressBar(sys.stderr)
+        count = await enqueue_daily_summaries(ctx, args.user, dates, progress=progress, force=args.force)
         line = {"job": "backfill", "user": args.user, "since": str(args.since), "until": str(args.until)}
         line["enqueued"] = count
     elif args.job == "daily-summary" and args.user:
-        count = await enqueue_daily_summaries(ctx, args.user, [args.date], args.now)
+        count = await enqueue_daily_summaries(ctx, args.user, [args.date], args.now, force=args.force)
         line = {"job": "daily_summary", "user": args.user, "date": args.date.isoformat(), "enqueued": count}
     else:
         name: ScheduledJob = "idle_sessions" if args.job == "idle-sessions" else "daily_summary"
@@ -300,8 +347,12 @@ def run_jobs_command(
     if problem is not None:
         print(problem, file=sys.stderr, flush=True)
         return 2
-    with _logs_to_stderr(quiet=args.job == "backfill"):
-        line = asyncio.run(_jobs(args, build))
+    try:
+        with _logs_to_stderr(quiet=args.job == "backfill"):
+            line = asyncio.run(_jobs(args, build))
+    except UserActive as refused:
+        print(refused, file=sys.stderr, flush=True)
+        return USER_ACTIVE
     print(json.dumps(line, separators=(", ", ": ")), flush=True)
     return 1 if line["failed"] else 0
 

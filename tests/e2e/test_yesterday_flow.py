@@ -83,3 +83,19 @@ def test_with_the_offline_model_the_recall_answer_quotes_yesterdays_summary() ->
     assert "京都看樱花" in answer and "八千元" in answer
     topics = next(line for line in answer.splitlines() if line.startswith("2026-01-07 (topics:"))
     assert "offline" not in topics and "model" not in topics, "the offline replies' marker is not a topic"
+
+
+def test_a_short_chinese_chat_yesterday_is_recalled_with_what_was_said() -> None:
+    """One exchange under 80 characters (too short for a session summary): the day still tells it."""
+    env = {"AGENT_ALLOW_CLOCK_OVERRIDE": "true", "AGENT_DEFAULT_TIMEZONE": "Asia/Shanghai"}
+    with local_server(**env) as (base, _process), httpx.Client(base_url=base, timeout=60) as client:
+        _query(client, "我牙疼，医生开了甲硝唑。", "2026-01-07T21:00:00+08:00")
+        idle = client.post("/api/dev/jobs/idle-sessions", headers={"X-Agent-Now": "2026-01-07T22:00:00+08:00"})
+        assert idle.json()["report"]["enqueued"] == 1
+        daily = client.post("/api/dev/jobs/daily-summary", headers={"X-Agent-Now": "2026-01-08T00:30:00+08:00"})
+        assert daily.json()["report"]["enqueued"] == 1
+        events = _query(client, "昨天我们聊了什么？", "2026-01-08T09:00:00+08:00")
+    answer = "".join(e["delta"] for e in events if e["type"] == "content.delta")
+    assert next(e for e in events if e["type"] == "run.route")["mode"] == "time_query"
+    assert "Records for 昨天 (2026-01-07)" in answer
+    assert "甲硝唑" in answer and "牙疼" in answer, answer

@@ -109,13 +109,34 @@ async def test_function_strategy_falls_back_to_prompt_when_the_provider_rejects_
     assert_grammar(events)
 
 
-async def test_max_steps_per_request_ends_the_tool_branch(openai_stub: OpenAiStub) -> None:
-    openai_stub.enqueue(_intent("react"), _decision("tool_call", {"tool_name": "time", "parameters": {}}))
-    response = await _chain(_context(openai_stub), "loop", maxSteps=1)
+async def test_max_steps_per_request_answers_from_what_the_tool_branch_gathered(openai_stub: OpenAiStub) -> None:
+    openai_stub.enqueue(
+        _intent("react"),
+        _decision("tool_call", {"tool_name": "time", "parameters": {"timezone": "Asia/Tokyo"}}),
+        StubScript.text("In Tokyo ", "it is morning."),
+    )
+    response = await _chain(_context(openai_stub), "time in Tokyo?", maxSteps=1)
     events = events_in(response.text)
-    assert events[-1]["finishReason"] == "max_steps" and "1 steps" in text(events)
-    assert len(openai_stub.requests) == 2, "intent + one step; no enhancement after maxSteps"
+    result = next(e for e in events if e["type"] == "tool.result")
+    assert result["status"] == "ok"
+    # Then the step budget ends the branch, and the enhancement call answers from the result it fetched
+    assert len(openai_stub.requests) == 3, "intent + one step + the enhancement"
+    enhancement = openai_stub.requests[2]
+    assert offered(enhancement) == [], "no tools once the budget is spent"
+    assert result["result"]["time"] in enhancement["messages"][-1]["content"]
+    assert text(events) == "In Tokyo it is morning." and events[-1]["finishReason"] == "max_steps"
     assert "react.step" not in [e["type"] for e in events], "reactVerbose is off unless asked for"
+    assert_grammar(events)
+
+
+async def test_max_steps_in_the_function_branch_answers_from_its_results_too(openai_stub: OpenAiStub) -> None:
+    call = {"id": "c1", "name": "time", "arguments": {"timezone": "Europe/London"}}
+    openai_stub.enqueue(_intent("react"), StubScript.tool_calls([call]), StubScript.text("London: noon."))
+    response = await _chain(_context(openai_stub), "time in London?", maxSteps=1, strategy="function")
+    events = events_in(response.text)
+    assert len(openai_stub.requests) == 3 and offered(openai_stub.requests[2]) == []
+    assert "Europe/London" in openai_stub.requests[2]["messages"][-1]["content"]
+    assert text(events) == "London: noon." and events[-1]["finishReason"] == "max_steps"
     assert_grammar(events)
 
 

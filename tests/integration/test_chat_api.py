@@ -216,7 +216,8 @@ async def test_max_steps_bounds_model_calls() -> None:
         cid = await _conversation(client)
         body = (await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "loop"})).json()
     assert body["finishReason"] == "max_steps"
-    assert len(llm.requests) == 8 and len(body["toolCalls"]) == 8
+    # Eight steps, then one answer call that offers no tools (its calls are not run)
+    assert len(llm.requests) == 9 and len(body["toolCalls"]) == 8 and llm.requests[-1].tools == []
 
 
 async def test_turn_deadline_is_504_deadline_exceeded_and_stores_no_partial_answer() -> None:

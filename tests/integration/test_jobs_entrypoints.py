@@ -574,6 +574,7 @@ def test_cli_daily_summary_for_a_date_and_user_or_at_the_end_of_a_date(
         ["jobs", "daily-summary", "--user", "u1"],
         ["jobs", "backfill", "--since", "2026-01-09", "--until", "2026-01-08", "--user", "u1"],
         ["jobs", "idle-sessions", "--now", "yesterday"],
+        ["jobs", "daily-summary", "--force"],
     ],
 )
 def test_cli_refuses_incomplete_arguments(cli_env: None, argv: list[str]) -> None:
@@ -582,3 +583,75 @@ def test_cli_refuses_incomplete_arguments(cli_env: None, argv: list[str]) -> Non
     with pytest.raises(SystemExit) as raised:
         main(argv)
     assert raised.value.code == 2
+
+
+def _active_user(at: datetime, user: str = "u1") -> None:
+    """`user` wrote in a chat at `at` (the table the CLI reads)."""
+    from agent_core.memory.calendar import to_ms
+
+    ctx = build_context(get_settings())
+    ms = to_ms(at)
+    chat = Chat(chat_id=f"c_{user}", user_id=user, created_at=ms, last_activity_at=ms)
+    asyncio.run(ctx.deps.store.create_chat(chat))
+
+
+def test_cli_daily_summary_for_an_active_user_refuses_at_once_and_says_why(
+    cli_env: None, handled: HandledJobs, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No silent 10-minute wait: the reason on stderr, exit 3, nothing enqueued."""
+    from agent_core.cli import main
+
+    _active_user(datetime(2026, 1, 9, 0, 55, tzinfo=UTC))
+
+    def build(settings: Settings) -> AppContext:
+        return build_context(settings, job_handlers=handled.handlers)
+
+    argv = ["jobs", "daily-summary", "--date", "2026-01-08", "--user", "u1", "--now", "2026-01-09T01:00:00Z"]
+    assert main(argv, build=build) == 3
+    out, err = capsys.readouterr()
+    assert out == "" and handled == []
+    assert "'u1' was active at 2026-01-09T00:55:00+00:00" in err and "--force" in err
+    assert "Run it again after 2026-01-09T01:05:00+00:00" in err
+    # backfill runs at the current time: a user active a moment ago is refused the same way
+    _active_user(datetime.now(UTC), "u2")
+    backfill = ["jobs", "backfill", "--since", "2026-01-07", "--until", "2026-01-08", "--user", "u2"]
+    assert main(backfill, build=build) == 3 and handled == []
+    assert "'u2' was active at" in capsys.readouterr().err
+    # Later, when u1 has been quiet for 10 minutes, the same command runs
+    later = ["jobs", "daily-summary", "--date", "2026-01-08", "--user", "u1", "--now", "2026-01-09T01:06:00Z"]
+    assert main(later, build=build) == 0 and handled[0].deferrals == 0  # type: ignore[attr-defined]
+
+
+def test_cli_daily_summary_force_summarises_an_active_users_day_now(
+    cli_env: None, handled: HandledJobs, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agent_core.cli import main
+    from agent_core.jobs.daily import MAX_DEFERRALS
+
+    _active_user(datetime(2026, 1, 9, 0, 55, tzinfo=UTC))
+
+    def build(settings: Settings) -> AppContext:
+        return build_context(settings, job_handlers=handled.handlers)
+
+    argv = ["jobs", "daily-summary", "--date", "2026-01-08", "--user", "u1", "--now", "2026-01-09T01:00:00Z"]
+    assert main([*argv, "--force"], build=build) == 0
+    assert len(handled) == 1 and handled[0].deferrals == MAX_DEFERRALS  # type: ignore[attr-defined]
+    assert json.loads(capsys.readouterr().out)["completed"] == 1
+
+
+async def test_a_forced_daily_summary_is_written_while_the_user_is_active() -> None:
+    """What --force enqueues: the job summarises now instead of deferring itself."""
+    from agent_core.domain.ids import sortable_id
+    from agent_core.jobs.daily import forced, summarize_day
+    from agent_core.memory.calendar import to_ms
+
+    ctx = build_context(make_settings(AGENT_DEFAULT_TIMEZONE="UTC"), table=MemoryTable(), audit=lambda _: None)
+    at = to_ms(datetime(2026, 1, 8, 23, 55, tzinfo=UTC))
+    chat = Chat(chat_id="c1", user_id="u1", created_at=at, last_activity_at=at)
+    await ctx.deps.store.create_chat(chat)
+    message = Message(id=sortable_id(at), chat_id="c1", role=Role.USER, content="我头疼", created_at=at)
+    await ctx.deps.store.add_messages("c1", [message])
+    job = DailySummaryJob(user_id="u1", date="2026-01-08", now_ms=at + 60_000)
+    assert await summarize_day(ctx.deps, forced(job)) is True
+    days = await ctx.deps.store.daily_range("u1", "2026-01-08", "2026-01-08")
+    assert len(days) == 1 and "我头疼" in days[0].summary

@@ -347,3 +347,120 @@ async def test_dead_runs_are_marked_failed_by_the_next_turn_or_by_the_idle_job()
     after = await store.get_chat(other, "alice")
     assert after is not None and after.active_run_id is None
     assert (await store.get_run(other, "dead-2")).status == RunStatus.FAILED  # type: ignore[union-attr]
+
+
+class RecordingOffline:
+    """The offline model, keeping each request: what the daily summary was asked to summarise."""
+
+    def __init__(self) -> None:
+        from agent_core.llm.offline import OfflineLlm
+
+        self.inner = OfflineLlm()
+        self.requests: list[LlmRequest] = []
+
+    async def stream(self, request: LlmRequest) -> Any:
+        self.requests.append(request)
+        async for delta in self.inner.stream(request):
+            yield delta
+
+
+async def test_a_day_of_short_chinese_sessions_is_summarised_from_its_messages() -> None:
+    """One exchange under 80 characters: the session is skipped, but the day still tells what was said."""
+    llm = RecordingOffline()
+    context = _context(llm)
+    async with _client(context) as client:
+        chat_id = await _say(client, None, "我头疼，吃了布洛芬", DAY1)
+        await run_idle_sessions(context.deps, DAY1 + timedelta(hours=1))
+        await context.background.join()
+        sessions = await context.deps.store.list_sessions(chat_id)
+        assert len(sessions) == 1 and sessions[0].skipped, "too short for a session summary"
+        report = await run_daily_summary(context.deps, datetime(2026, 1, 7, 16, 30, tzinfo=UTC))
+        assert report.enqueued == 1
+        await context.background.join()
+    days = await context.deps.store.daily_range("alice", "2026-01-07", "2026-01-07")
+    assert len(days) == 1
+    assert "布洛芬" in days[0].summary and days[0].summary != "[offline model]"
+    assert days[0].message_count == 2 and days[0].session_count == 1  # the question and the offline reply
+    daily_calls = [r for r in llm.requests if r.purpose == "summarize"]
+    assert len(daily_calls) == 1 and "User: 我头疼，吃了布洛芬" in daily_calls[0].messages[-1]["content"]
+
+
+async def test_a_day_is_never_stored_empty_over_real_messages() -> None:
+    """A model that answers nothing: the day keeps its messages as its record."""
+
+    class Blank(ScriptedLlm):
+        async def stream(self, request: LlmRequest) -> Any:
+            from agent_core.llm.base import LlmDelta
+
+            self.requests.append(request)
+            yield LlmDelta(content="" if request.purpose == "summarize" else "好的")
+            yield LlmDelta(finish_reason="stop")
+
+    context = _context(Blank())
+    async with _client(context) as client:
+        await _say(client, None, "明天提醒我买药", DAY1)
+        await run_idle_sessions(context.deps, DAY1 + timedelta(hours=1))
+        await run_daily_summary(context.deps, datetime(2026, 1, 7, 16, 30, tzinfo=UTC))
+        await context.background.join()
+    days = await context.deps.store.daily_range("alice", "2026-01-07", "2026-01-07")
+    assert len(days) == 1 and "User: 明天提醒我买药" in days[0].summary
+
+
+async def test_a_session_across_midnight_is_told_by_both_days_each_message_once() -> None:
+    """Filed under its start day (its summary), its messages after midnight are the next day's too (raw)."""
+    llm = RecordingOffline()
+    context = _context(llm)
+    late = datetime(2026, 1, 7, 15, 50, tzinfo=UTC)  # 23:50 in Shanghai on the 7th
+    async with _client(context) as client:
+        chat_id = await _say(
+            client, None, "我最近总是失眠，晚上睡不着，白天很累，想问问有什么办法可以改善睡眠质量", late
+        )
+        await _say(client, chat_id, "午夜之后：医生开的药叫右佐匹克隆", late + timedelta(minutes=20))
+        # The next morning, another session in the same chat, long enough to be summarised
+        morning = datetime(2026, 1, 8, 2, 0, tzinfo=UTC)  # 10:00 on the 8th
+        await _say(client, chat_id, "早上好，今天想了解一下运动对睡眠的帮助，比如跑步和瑜伽哪个更好一些呢", morning)
+        await _say(
+            client, chat_id, "我一般晚上七点以后才有时间运动，这样会不会影响入睡", morning + timedelta(minutes=1)
+        )
+        await run_idle_sessions(context.deps, morning + timedelta(hours=1))
+        await context.background.join()
+        sessions = sorted(await context.deps.store.list_sessions(chat_id), key=lambda s: s.started_at)
+        assert [(s.local_date, s.skipped) for s in sessions] == [("2026-01-07", False), ("2026-01-08", False)]
+        await run_daily_summary(context.deps, datetime(2026, 1, 7, 16, 30, tzinfo=UTC))
+        await run_daily_summary(context.deps, datetime(2026, 1, 8, 16, 30, tzinfo=UTC))
+        await context.background.join()
+    daily_calls = [
+        r for r in llm.requests if r.purpose == "summarize" and "Session summary (" in r.messages[-1]["content"]
+    ]
+    assert len(daily_calls) == 1, "the 7th has one session and nothing else: its summary is reused"
+    prompt = str(daily_calls[0].messages[-1]["content"])
+    assert "Session summary (2026-01-08)" in prompt and "Session summary (2026-01-07)" not in prompt
+    assert prompt.count("User: 午夜之后") == 1, "the message after midnight, once, raw"
+    assert "失眠" not in prompt, "the part before midnight is the 7th's"
+    days = {d.date: d for d in await context.deps.store.daily_range("alice", "2026-01-07", "2026-01-08")}
+    assert "右佐匹克隆" in days["2026-01-07"].summary and "右佐匹克隆" in days["2026-01-08"].summary
+    assert days["2026-01-08"].session_count == 1 and days["2026-01-08"].message_count == 4 + 2
+
+
+async def test_a_day_not_summarised_yet_is_recalled_with_its_short_sessions_too() -> None:
+    """Today (no daily summary): a summarised session by its summary, a skipped one by its messages."""
+    llm = JsonLlm(Reply(text="ok"), Reply(text="ok"), Reply(text="ok"), Reply(text="Today: Kyoto, and a headache."))
+    context = _context(llm)
+    async with _client(context) as client:
+        chat_id = await _say(client, None, "I want to visit Kyoto in April", DAY1)
+        await _say(client, chat_id, "with a budget of 8000 CNY", DAY1 + timedelta(minutes=1))
+        await _say(client, None, "我头疼", DAY1 + timedelta(hours=1))
+        await run_idle_sessions(context.deps, DAY1 + timedelta(hours=2))
+        await context.background.join()
+        response = await client.post(
+            "/api/ap/query",
+            json={"message": "今天我们聊了什么？"},
+            headers={"X-Agent-Now": (DAY1 + timedelta(hours=3)).isoformat()},
+        )
+    events = events_in(response.text)
+    assert next(e for e in events if e["type"] == "run.route")["mode"] == "time_query"
+    assert "".join(e["delta"] for e in events if e["type"] == "content.delta") == "Today: Kyoto, and a headache."
+    records = str([r for r in llm.requests if r.purpose == "chat"][-1].messages[1]["content"])
+    assert "- The user planned a trip to Kyoto in April." in records
+    assert "User: 我头疼" in records, "the skipped session is told by its messages"
+    assert "User: I want to visit Kyoto" not in records, "the summarised session is not told twice"

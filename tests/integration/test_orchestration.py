@@ -137,11 +137,25 @@ async def test_direct_mode_offers_no_tools() -> None:
     assert text(events) == "plain" and llm.requests[0].tools == []
 
 
-async def test_max_steps_ends_with_a_closing_message() -> None:
+async def test_max_steps_answers_from_the_tool_results_gathered() -> None:
+    llm = ScriptedLlm(*[Reply(tool_calls=[(f"c{i}", "time", {"timezone": "UTC"})]) for i in range(3)])
+    llm.replies.append(Reply(text="From the clock I read: it is daytime in UTC."))
+    agent = AgentDefinition(key="f", name="F", tools=["time"], max_steps=3)
+    events = await run_turn(_context(llm, agent), "f", "loop")
+    # Three steps, then one answer call offering no tools, over the three results
+    assert len(llm.requests) == 4 and llm.requests[-1].tools == []
+    prompt = "\n".join(str(m["content"]) for m in llm.requests[-1].messages)
+    assert prompt.count('time({"timezone": "UTC"}) -> ') == 3
+    assert llm.requests[-1].messages[-1]["role"] == "user", "the records come before the question"
+    assert text(events) == "From the clock I read: it is daytime in UTC."
+    assert events[-1]["finishReason"] == "max_steps"
+
+
+async def test_max_steps_with_no_answer_from_the_model_ends_with_a_closing_message() -> None:
     llm = ScriptedLlm(*[Reply(tool_calls=[(f"c{i}", "time", {})]) for i in range(5)])
     agent = AgentDefinition(key="f", name="F", tools=["time"], max_steps=3)
     events = await run_turn(_context(llm, agent), "f", "loop")
-    assert len(llm.requests) == 3
+    assert len(llm.requests) == 4, "three steps, then the answer call (which only called tools again)"
     assert events[-1]["finishReason"] == "max_steps" and "3 steps" in text(events)
 
 

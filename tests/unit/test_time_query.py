@@ -246,16 +246,10 @@ def test_longer_forms_win_over_their_suffixes() -> None:
         "今天天气怎么样",
         "what's the weather today",
         "What is on my calendar tomorrow?",
-        "之前我们聊了什么",
-        "上次说了什么",
-        "我们之前讨论过这个吗",
-        "what did we talk about before",
-        "what did we discuss last time",
         "昨天我去了公园",
         "yesterday was a long day",
         "今天聊什么好呢",
         "今天好无聊的",
-        "以前天气很好，我们聊过",
         "2月30日聊了什么",
         "what did we talk about tomorrow",
         "we talk about Mondays a lot",
@@ -264,6 +258,53 @@ def test_longer_forms_win_over_their_suffixes() -> None:
 def test_no_detection(message: str) -> None:
     for zone in ZONES:
         assert detect(message, zone, NOW) is None
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "之前我们聊了什么",
+        "我们之前讨论过这个吗",
+        "以前我们聊过什么",
+        "what did we talk about before",
+        "what did we discuss earlier",
+    ],
+)
+def test_before_with_no_day_named_is_the_last_seven_days_through_today(message: str) -> None:
+    for zone in ZONES:
+        today = local_today(zone)
+        found = detect(message, zone, NOW)
+        assert found is not None and not found.latest
+        assert (found.start, found.end) == (today - timedelta(days=7), today)
+
+
+@pytest.mark.parametrize("message", ["上次说了什么", "上一次我们聊了什么？", "what did we discuss last time"])
+def test_last_time_is_the_latest_day_with_records_before_today(message: str) -> None:
+    for zone in ZONES:
+        today = local_today(zone)
+        found = detect(message, zone, NOW)
+        assert found is not None and found.latest
+        assert (found.start, found.end) == (today - timedelta(days=30), today - timedelta(days=1))
+
+
+def test_a_named_day_wins_over_a_vague_one() -> None:
+    found = detect("上次，就是昨天，我们聊了什么", SHANGHAI, NOW)
+    assert found is not None and not found.latest and found.start == found.end == local_today(SHANGHAI) - timedelta(1)
+
+
+@pytest.mark.parametrize("message", ["昨天我说的药具体叫什么？", "我提到的那家医院叫什么，上周", "上次我们聊的那本书"])
+def test_what_i_said_is_a_question_about_the_conversation(message: str) -> None:
+    assert detect(message, SHANGHAI, NOW) is not None
+
+
+@pytest.mark.parametrize("message", ["你说的对", "他说的药很贵，昨天买了"])
+def test_what_others_said_is_not(message: str) -> None:
+    assert detect(message, SHANGHAI, NOW) is None
+
+
+def test_parse_range_args_reads_vague_times_too() -> None:
+    assert parse_range_args("上次", None, None, SHANGHAI, NOW).latest
+    assert parse_range_args("before", None, None, SHANGHAI, NOW).end == local_today(SHANGHAI)
 
 
 def test_time_range_is_frozen() -> None:
@@ -345,7 +386,7 @@ def test_parse_range_args_datetime_is_converted_to_zone() -> None:
         (None, None, None, "give time_range"),
         ("", "", "", "give time_range"),
         ("sometime", None, None, "could not understand time_range 'sometime'"),
-        ("之前", None, None, "could not understand"),
+        ("某个时候", None, None, "could not understand"),
         ("yesterday", "2026-01-01", None, "not both"),
         (None, None, "2026-01-07", "end was given without start"),
         (None, "01/07/2026", None, "start must be an ISO date"),

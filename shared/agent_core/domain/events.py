@@ -114,6 +114,10 @@ class RunWarning(Event):
     message: str
 
 
+# Why a run completed (`run.complete.finishReason`); docs/protocol.md describes each.
+FinishReason = Literal["stop", "max_steps", "tool_calls", "user_input", "deadline"]
+
+
 class RunComplete(Event):
     type: Literal["run.complete"] = "run.complete"
     finish_reason: str

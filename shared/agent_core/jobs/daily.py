@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
 from agent_core.container import RunDeps
@@ -12,8 +13,10 @@ from agent_core.domain.models import Chat, DailySummary, Kind, Message, Role, Se
 from agent_core.jobs.job_run import job_run
 from agent_core.jobs.report import JobReport
 from agent_core.memory.calendar import close_bucket, day_bounds, id_ceiling, id_floor, to_ms, zone
+from agent_core.memory.session_rules import covered, told
 from agent_core.memory.summarize import summarise, transcript
 from agent_core.observability import logger
+from agent_core.store.base import MemoryReader
 from agent_core.store.schema import SHARDS
 
 ACTIVE_WINDOW_MS = 10 * 60_000
@@ -22,6 +25,7 @@ MAX_DEFERRALS = 6
 RAW_MESSAGES_PER_CHAT = 60
 # How far back each pass looks for user-days still not summarised (markers live DAYMARK_TTL_S, 3 days).
 CATCH_UP_HOURS = 24
+DAY_FALLBACK_CHARS = 4000
 
 
 def pass_buckets(now: datetime) -> tuple[list[str], list[str]]:
@@ -70,25 +74,67 @@ async def enqueue_closed_days(deps: RunDeps, now: datetime, report: JobReport, u
     return report
 
 
-async def _day_material(
-    deps: RunDeps, chats: list[Chat], day: str, start_ms: int, end_ms: int
-) -> tuple[list[SessionSummary], list[Message], list[Chat]]:
-    """The day's session summaries; raw messages for chats whose sessions are not summarised yet."""
-    sessions: list[SessionSummary] = []
-    raw: list[Message] = []
-    active: list[Chat] = []
+@dataclass
+class DayMaterial:
+    """What a user-day holds: the summaries of the sessions filed under it, the messages none of them covers."""
+
+    sessions: list[SessionSummary] = field(default_factory=list)  # summarised sessions filed under the day
+    raw: list[Message] = field(default_factory=list)  # uncovered messages, the last RAW_MESSAGES_PER_CHAT a chat
+    raw_count: int = 0  # every uncovered message (raw may hold fewer)
+    filed: int = 0  # sessions filed under the day, skipped ones included
+    active: list[Chat] = field(default_factory=list)
+
+
+async def _day_material(deps: RunDeps, chats: list[Chat], day: str, start_ms: int, end_ms: int) -> DayMaterial:
+    """The day's session summaries, and its messages that no summary covers.
+
+    A session is filed under its start day. A skipped session (too little to summarise) covers nothing, so
+    its messages come raw; so do the messages of sessions not summarised yet, and those after midnight of
+    a session filed under the day before (that day's summary tells them too, this day's once, raw).
+    """
+    found = DayMaterial()
     for chat in chats:
         messages = await deps.store.messages_between(chat.chat_id, id_floor(start_ms), id_ceiling(end_ms - 1))
         normal = [m for m in messages if m.kind == Kind.NORMAL]
         if not normal:
             continue
-        active.append(chat)
-        done = [s for s in await deps.store.list_sessions(chat.chat_id) if s.local_date == day]
-        summarised = [s for s in done if not s.skipped and s.summary]
-        sessions += summarised
-        covered_until = max((s.ended_at for s in done), default=0)
-        raw += [m for m in normal if m.created_at > covered_until][-RAW_MESSAGES_PER_CHAT:]
-    return sessions, raw, active
+        found.active.append(chat)
+        filed = [s for s in await deps.store.list_sessions(chat.chat_id) if s.local_date == day]
+        summarised = told(filed)
+        found.filed += len(filed)
+        found.sessions += summarised
+        uncovered = [m for m in normal if not covered(m, summarised)]
+        found.raw_count += len(uncovered)
+        found.raw += uncovered[-RAW_MESSAGES_PER_CHAT:]
+    return found
+
+
+async def _day_text(deps: RunDeps, found: DayMaterial) -> tuple[str, list[str]]:
+    """The day's summary and topics: one session's as it is, else summarised; never empty over real messages."""
+    sessions, raw = found.sessions, found.raw
+    if len(sessions) == 1 and not raw:
+        return sessions[0].summary, sessions[0].key_topics  # one session: reuse it, no LLM call
+    parts = [f"Session summary ({s.local_date}): {s.summary}" for s in sessions]
+    if raw:
+        parts.append("Messages not summarised in a session:\n" + transcript(raw, max_chars_per_message=500))
+    result = await summarise(deps.llm, deps.settings.model, "\n\n".join(parts), kind="daily")
+    if result.summary.strip():
+        return result.summary, result.key_topics
+    # The model gave nothing: the material itself is the day's record (what was said, not an empty day).
+    logger.warning("empty daily summary: storing the day's material instead")
+    return "\n\n".join(parts)[:DAY_FALLBACK_CHARS], result.key_topics
+
+
+async def last_active(store: MemoryReader, user_id: str, at_ms: int) -> int | None:
+    """When the user was last active in the ACTIVE_WINDOW_MS before `at_ms`; None when quiet. While active, a
+    daily-summary job waits (DEFER_S at a time, MAX_DEFERRALS times)."""
+    recent = await store.chats_active_since(user_id, at_ms - ACTIVE_WINDOW_MS)
+    return max((c.last_activity_at for c in recent if c.last_activity_at <= at_ms), default=None)
+
+
+def forced(job: DailySummaryJob) -> DailySummaryJob:
+    """The job with its deferrals spent: it summarises at once, even while the user is active."""
+    return job.model_copy(update={"deferrals": MAX_DEFERRALS})
 
 
 async def summarize_day(deps: RunDeps, job: DailySummaryJob) -> bool:
@@ -97,40 +143,35 @@ async def summarize_day(deps: RunDeps, job: DailySummaryJob) -> bool:
     if await store.is_day_done(job.user_id, job.date):
         return False
     now_ms_ = job.now_ms or now_ms()
-    recent = await store.chats_active_since(job.user_id, now_ms_ - ACTIVE_WINDOW_MS)
-    if any(c.last_activity_at <= now_ms_ for c in recent) and job.deferrals < MAX_DEFERRALS:
+    if job.deferrals < MAX_DEFERRALS and await last_active(store, job.user_id, now_ms_) is not None:
         # The user is still talking: summarise later (a delayed message, not a failure).
+        logger.info(
+            "daily summary deferred: the user is active",
+            extra={"userId": job.user_id, "date": job.date, "delayS": DEFER_S, "deferrals": job.deferrals + 1},
+        )
         await deps.work_queue.enqueue(job.model_copy(update={"deferrals": job.deferrals + 1}), delay_s=DEFER_S)
         return False
     profile = await store.get_profile(job.user_id)
     tz = zone(profile.timezone if profile else None, deps.settings.default_timezone)
     start_ms, end_ms = day_bounds(date.fromisoformat(job.date), tz)
     chats = await store.chats_active_since(job.user_id, start_ms)
-    sessions, raw, active = await _day_material(deps, chats, job.date, start_ms, end_ms)
-    if not active:
+    found = await _day_material(deps, chats, job.date, start_ms, end_ms)
+    if not found.active:
         logger.info("no activity that day", extra={"userId": job.user_id, "date": job.date})
         await store.mark_day_done(job.user_id, job.date, now_ms_)
         return False
-    message_count = sum(s.message_count for s in sessions) + len(raw)
-    if len(sessions) == 1 and not raw:
-        text, topics = sessions[0].summary, sessions[0].key_topics  # one session: reuse it, no LLM call
-    else:
-        parts = [f"Session summary ({s.local_date}): {s.summary}" for s in sessions]
-        if raw:
-            parts.append("Messages not yet summarised:\n" + transcript(raw, max_chars_per_message=500))
-        result = await summarise(deps.llm, deps.settings.model, "\n\n".join(parts), kind="daily")
-        text, topics = result.summary, result.key_topics
+    text, topics = await _day_text(deps, found)
     day = DailySummary(
         user_id=job.user_id,
         date=job.date,
         summary=text,
         key_topics=topics[:5],
-        session_count=len(sessions) or 1,
-        message_count=message_count,
+        session_count=max(found.filed, len(found.sessions), 1),
+        message_count=sum(s.message_count for s in found.sessions) + found.raw_count,
         updated_at=now_ms_,
     )
     await store.put_daily(day)
-    for chat in active:
+    for chat in found.active:
         await store.put_daily_message(
             Message(
                 id=f"DAY#{job.date}",

@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 from agent_core.domain.ids import base36
 from agent_core.domain.jobs import SessionSummaryJob
-from agent_core.domain.models import Chat, Message, Role
+from agent_core.domain.models import Chat, Message, Role, SessionSummary
 from agent_core.domain.session_plan import DayMark, SessionPlan
 from agent_core.memory.calendar import close_bucket, day_bounds, local_date, shard
 from agent_core.store.schema import SHARDS
@@ -62,3 +62,13 @@ def too_little(messages: list[Message]) -> bool:
     """Sessions with too little content are marked done without an LLM call."""
     users = [m for m in messages if m.role == Role.USER]
     return len(users) < MIN_USER_MESSAGES and sum(len(m.content) for m in users) < MIN_CHARS
+
+
+def told(sessions: list[SessionSummary]) -> list[SessionSummary]:
+    """The sessions whose summary tells their messages (a skipped session tells nothing)."""
+    return [s for s in sessions if not s.skipped and s.summary.strip()]
+
+
+def covered(message: Message, sessions: list[SessionSummary]) -> bool:
+    """Whether one of these summarised sessions spans the message (its summary already tells it)."""
+    return any(s.started_at <= message.created_at <= s.ended_at for s in sessions)

@@ -37,6 +37,13 @@ Time meanings (``today`` is the local date; ranges are inclusive):
   month, clipped to today.
 
 When several time words appear (昨天和前天, "Monday to Wednesday") the result spans all of them.
+
+Vague times, only when no day is named:
+
+- 上次/上一次/上回/"last time": the most recent day with records among the 30 days before today
+  (`TimeRange.latest`; the lookup picks that day). Today is left out: it holds the question itself.
+- 之前/以前/先前/此前/"before"/"earlier"/"previously"/"so far": the last 7 days through today
+  (today-7 .. today), like 最近7天.
 Traditional characters (聊過, 上週, 這個月, ...) are read like their simplified forms.
 """
 
@@ -64,6 +71,7 @@ class TimeRange:
     start: date
     end: date
     phrase: str
+    latest: bool = False  # only the most recent day in the range that has records (上次, "last time")
 
     def label(self, joiner: str = "to") -> str:
         """`2026-01-07` for one day, `2026-01-05 to 2026-01-07` for several."""
@@ -438,6 +446,8 @@ _CUE_PATTERNS = (
     # 我们昨天聊了 X / 讨论的那个 (verbs that only mean conversation)
     r"(?:(?<!无)聊|谈|讨论|交流|沟通)[了的]",
     r"聊天记录|对话记录|聊天内容|对话内容|我们的对话|还记得",
+    # 我说的药, 我们聊的那个, 我提到的, 我问过的 (what I said: a question about the conversation)
+    r"(?<![你他她它])我们?(?:说|讲|提到?|问|聊)[过了]?的",
     _en(
         r"talk(?:s|ed|ing)?(?:\s+\S+){0,3}?\s+about|talked|spoke|chatted"
         r"|chat(?:s|ted|ting)?(?:\s+\S+){0,3}?\s+about|(?:our|the)\s+chats?|chat\s+(?:history|log)"
@@ -463,6 +473,34 @@ def _detail() -> re.Pattern[str]:
         ),
         re.IGNORECASE,
     )
+
+
+# --- vague times: "before", "last time" (no day named) ---------------------------------------------
+
+RECENT_DAYS = 7  # 之前 / "before": the last 7 days through today
+LAST_TIME_DAYS = 30  # 上次 / "last time": the latest day with records among the 30 before today
+_LAST_TIME = r"上一?次|上一?回|" + _en(r"(?:the\s+)?last\s+time")
+_BEFORE = r"之前|以前|先前|此前|" + _en(r"before|earlier|previously|so\s+far")
+
+
+@cache
+def _vague() -> list[tuple[re.Pattern[str], bool]]:
+    return [(re.compile(_LAST_TIME, re.IGNORECASE), True), (re.compile(_BEFORE, re.IGNORECASE), False)]
+
+
+def _vague_time(text: str, today: date) -> TimeRange | None:
+    """上次 / "last time": the latest day with records in the LAST_TIME_DAYS before today (`latest`);
+    之前 / 以前 / "before" / "earlier": the last RECENT_DAYS days through today. Used only when no day is named."""
+    normalised = _normalise(text)
+    for pattern, latest in _vague():
+        match = pattern.search(normalised)
+        if match is None:
+            continue
+        phrase = text[match.start() : match.end()].strip()
+        if latest:
+            return TimeRange(today - timedelta(days=LAST_TIME_DAYS), today - timedelta(days=1), phrase, latest=True)
+        return TimeRange(today - timedelta(days=RECENT_DAYS), today, phrase)
+    return None
 
 
 # Gaps this short between two time words (到, " to ", " and ", "-") keep them as one phrase.
@@ -511,10 +549,10 @@ def detect(message: str, timezone: str, now: datetime) -> TimeRange | None:
     """The days a question about past conversation refers to, or None.
 
     Fires only when ``message`` both asks about past conversation (聊了什么, 说过, 讨论过,
-    "talked about", "discussed", "said", "mentioned", ...) and names a time (see the module
-    docstring for every form and its meaning). 之前 / 上次 / "before" / "last time" are not time
-    words, and a time word alone (今天天气怎么样, "what's the weather today") is not a question
-    about history: both give None.
+    "talked about", "discussed", "said", "mentioned", 我说的, ...) and names a time (see the module
+    docstring for every form and its meaning). Without a named day, 上次 / "last time" and 之前 /
+    以前 / "before" / "earlier" give the vague ranges of the module docstring. A time word alone
+    (今天天气怎么样, "what's the weather today") is not a question about history: it gives None.
 
     Args:
         message: the user's message.
@@ -523,7 +561,8 @@ def detect(message: str, timezone: str, now: datetime) -> TimeRange | None:
     """
     if not message or not _cue().search(_normalise(message)):
         return None
-    return _find_time(message, _today(timezone, now))
+    today = _today(timezone, now)
+    return _find_time(message, today) or _vague_time(message, today)
 
 
 # A history question may carry clauses that add nothing but politeness or time words ("and the day
@@ -547,7 +586,7 @@ _HAN = re.compile(f"[{CJK_IDEOGRAPHS}]")
 def _other_request(clause: str) -> bool:
     """A clause with no history cue that still asks for something (two words, or three Han characters)."""
     text = _normalise(clause)
-    for pattern, _ in _rules():
+    for pattern in [rule for rule, _ in _rules()] + [vague for vague, _ in _vague()]:
         text = pattern.sub(" ", text)
     words = [w for w in _WORD.findall(text.lower()) if w.strip("'") not in _FILLER_EN]
     han = _HAN.findall(_FILLER_ZH.sub("", text))
@@ -616,7 +655,7 @@ def parse_range_args(
     if phrase and (start_text or end_text):
         raise ValueError("give either time_range or start/end, not both")
     if phrase:
-        found = _find_time(phrase, today)
+        found = _find_time(phrase, today) or _vague_time(phrase, today)
         if found is None:
             raise ValueError(
                 f"could not understand time_range {phrase!r}; use a phrase such as 'today', 'yesterday', "

@@ -37,6 +37,8 @@ async def answer_from_history(
         r.answer(text)
         return
     # Instructions first, the records in a system message of their own (as the window holds its summary).
+    if span.latest:  # 上次 / "last time": the day found
+        span = TimeRange(min(found.dates), max(found.dates), span.phrase)
     records = RECORDS_HEADER.format(phrase=span.phrase, days=span.label(), records=found.text())
     messages = [
         {"role": "system", "content": f"{r.agent.system_prompt}\n\n{RECALL_PROMPT}"},

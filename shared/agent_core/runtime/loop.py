@@ -24,6 +24,7 @@ from agent_core.domain.events import (
     ContentEnd,
     ContentStart,
     Event,
+    FinishReason,
     RequestQuery,
     RequestSubmit,
     RunCancel,
@@ -90,7 +91,7 @@ class TurnRunner:
             self.deps.store, self.run.chat_id, self.run.run_id, self.deps.settings.run_lease_ms, turn.clock_ms
         )
         self.bridge = StoreFrontendBridge(self.deps.store, self.run.run_id, self.run.user_id)
-        self.finish_reason = "stop"
+        self.finish_reason: FinishReason = "stop"
         self._ended = False
         self._blocks = 0
         self._answer_start: str | None = None
@@ -262,7 +263,7 @@ class TurnRunner:
     def answer(
         self,
         text: str,
-        finish_reason: str = "stop",
+        finish_reason: FinishReason = "stop",
         *,
         calls: list[ToolCall] | None = None,
         stored: str | None = None,

@@ -46,6 +46,8 @@ def time_query(turn: PreparedTurn) -> TimeRange | None:
 
 
 def history_call(span: TimeRange) -> tuple[str, dict[str, Any]]:
+    if span.latest:  # 上次 / "last time": the tool finds that day itself
+        return HISTORY_TOOL, {"time_range": span.phrase}
     return HISTORY_TOOL, {"start": span.start.isoformat(), "end": span.end.isoformat()}
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal, Protocol, TypeVar
 
-from agent_core.domain.events import Event
+from agent_core.domain.events import Event, FinishReason
 from agent_core.domain.models import ToolCall
 from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.toolset import Toolset
@@ -103,7 +103,7 @@ class AgentRun(Protocol):
     def answer(
         self,
         text: str,
-        finish_reason: str = "stop",
+        finish_reason: FinishReason = "stop",
         *,
         calls: list[ToolCall] | None = None,
         stored: str | None = None,

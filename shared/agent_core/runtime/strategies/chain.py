@@ -6,7 +6,9 @@
 - Tool branch, run per the agent's `strategy`: `prompt` (ReAct JSON decisions, the default) or
   `function` (native tool calls, with the Function -> Prompt fallback). Tool events (and `react.step`
   with reactVerbose) stream; the branch's own text does not. The enhancement call then streams the
-  final answer. A branch that ends at user_input or maxSteps has answered already: no enhancement.
+  final answer. A branch that ends at user_input has answered already: no enhancement. A branch that runs
+  out of maxSteps hands over what its tools gathered: the enhancement call answers from it (no tools
+  offered) and the run finishes with `max_steps`.
 """
 
 from __future__ import annotations
@@ -53,9 +55,9 @@ async def chain_strategy(r: AgentRun) -> AsyncIterator[Event]:
     raw = RawResult()
     async for event in tool_branch(r, raw):
         yield event
-    if raw.text is None:  # the branch already answered (user_input or maxSteps)
+    if raw.text is None:  # the branch already answered (user_input)
         return
-    async for event in enhance(r, raw.text):
+    async for event in enhance(r, raw.text, raw.finish_reason):
         yield event
 
 

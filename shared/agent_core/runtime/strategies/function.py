@@ -101,7 +101,7 @@ async def function_loop(
             async for event in fall_back(r, "tool_arguments_unparsable", reason, raw=raw):
                 yield event
             return
-    async for event in close_at_max_steps(r):
+    async for event in close_at_max_steps(r, raw):
         yield event
 
 

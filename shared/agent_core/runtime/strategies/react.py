@@ -131,7 +131,7 @@ async def react_loop(
             yield event
         r.answer(decision.text)
         return
-    async for event in close_at_max_steps(r):
+    async for event in close_at_max_steps(r, raw):
         yield event
 
 
