@@ -296,13 +296,23 @@ def test_errors_are_shown_readably(browser: Any, offline: str, stubbed: str, stu
     expect(first.get_by_test_id("error")).to_contain_text("too large")
     expect(first.get_by_test_id("composer")).to_have_value("x" * 40_000)  # kept, to be shortened and resent
 
-    # A network error (the browser's request fails): the message is given back too, and sends once it is up
-    first.get_by_test_id("composer").fill("")
-    first.route("**/api/ap/query", lambda route: route.abort("internetdisconnected"))
+    # A network error (the browser's request fails): the message is given back too, in front of what was
+    # typed while it was on its way, and sends once the line is up
+    composer = first.get_by_test_id("composer")
+    held: list[Any] = []
+    first.route("**/api/ap/query", lambda route: held.append(route))  # the request waits here until aborted
     _send(first, "hello over a dead line")
+    expect(composer).to_have_value("")
+    composer.fill("and a second thought")
+    for _ in range(WAIT_MS // 50):  # the route handler runs while Playwright waits
+        if held:
+            break
+        first.wait_for_timeout(50)
+    held[0].abort("internetdisconnected")
     expect(first.get_by_test_id("error")).to_contain_text("Failed to fetch")
-    expect(first.get_by_test_id("composer")).to_have_value("hello over a dead line")
+    expect(composer).to_have_value("hello over a dead line\nand a second thought")
     first.unroute("**/api/ap/query")
+    composer.fill("hello over a dead line")
     first.get_by_test_id("send").click()
     _done(first, 1)
     expect(first.get_by_test_id("composer")).to_have_value("")
