@@ -34,6 +34,10 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 WAIT_MS = 30_000  # an upper bound for the page to catch up on a loaded machine, not a timing assertion
+WIDE = (1280, 800)  # a laptop
+MIDDLE = (800, 700)  # a small window, a tablet
+NARROW = (390, 844)  # a phone
+SMALLEST = (360, 740)  # the narrowest width the layout is made for
 
 pytestmark = pytest.mark.skipif(
     not os.access(CHROMIUM, os.X_OK),
@@ -97,9 +101,9 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _page(browser: Any, base: str, user: str) -> Any:
+def _page(browser: Any, base: str, user: str, size: tuple[int, int] = WIDE) -> Any:
     """A fresh browser context whose page is signed in as `user` (the token box, as a person would)."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
     page = context.new_page()
     page.on("dialog", lambda dialog: dialog.accept())
     page.goto(base + "/")
@@ -112,6 +116,41 @@ def _page(browser: Any, base: str, user: str) -> Any:
 def _send(page: Any, message: str) -> None:
     page.get_by_test_id("composer").fill(message)
     page.get_by_test_id("send").click()
+
+
+# Each element's own overflow (scrollWidth past clientWidth) and its box, in viewport coordinates.
+_BOXES_JS = """(selector) => [...document.querySelectorAll(selector)].map((e) => {
+  const r = e.getBoundingClientRect();
+  return {what: `${e.tagName}.${e.className}#${e.id}`, scrollWidth: e.scrollWidth, clientWidth: e.clientWidth,
+          left: r.left, right: r.right, top: r.top, bottom: r.bottom};
+})"""
+
+
+def _boxes(page: Any, selector: str) -> list[dict[str, Any]]:
+    return list(page.evaluate(_BOXES_JS, selector))
+
+
+def _fits_the_width(page: Any, selector: str) -> None:
+    """Every element `selector` finds shows all of its content and lies within the viewport's width, and the
+    page itself does not scroll sideways."""
+    width = page.viewport_size["width"]
+    boxes = _boxes(page, selector)
+    assert boxes, selector
+    for box in boxes:
+        assert box["scrollWidth"] <= box["clientWidth"], box
+        assert box["left"] >= 0 and box["right"] <= width, box
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+def _in_view(page: Any, locator: Any) -> None:
+    """`locator`'s whole box is on screen: inside the viewport and inside the scrolled messages box."""
+    box = locator.bounding_box()
+    shown = page.locator("#messages").bounding_box()
+    width, height = page.viewport_size["width"], page.viewport_size["height"]
+    assert box is not None and shown is not None
+    bottom, right = box["y"] + box["height"], box["x"] + box["width"]
+    assert box["x"] >= 0 and right <= width and box["y"] >= 0 and bottom <= height, (box, width, height)
+    assert shown["y"] <= box["y"] and bottom <= shown["y"] + shown["height"], (box, shown)
 
 
 def _done(page: Any, count: int) -> None:
@@ -131,6 +170,7 @@ def test_an_answer_streams_token_by_token_with_reasoning_collapsed(
     page = _page(browser, stubbed, "streamer")
     _send(page, "say hello")
     expect(page.get_by_test_id("message-user")).to_have_text("say hello")
+    expect(page.get_by_test_id("composer")).to_have_value("")  # the server took it: the composer is empty
     reasoning = page.locator("details.reasoning")
     answer = page.get_by_test_id("message-assistant").locator(".content")
     expect(reasoning.locator("pre")).to_have_text("Thinking")
@@ -244,6 +284,8 @@ def test_errors_are_shown_readably(browser: Any, offline: str, stubbed: str, stu
     expect(error).to_be_visible()
     expect(error).to_contain_text("409 run_in_progress")
     expect(error).to_contain_text("answering another message")
+    expect(second.get_by_test_id("composer")).to_have_value("are you there?")  # refused: given back to resend
+    expect(second.get_by_test_id("send")).to_be_enabled()
     second.screenshot(path=shots / "playground-error.png")
     first.get_by_test_id("cancel").click()
     expect(first.locator(".message.assistant .meta").filter(has_text="cancelled")).to_have_count(1)
@@ -252,6 +294,29 @@ def test_errors_are_shown_readably(browser: Any, offline: str, stubbed: str, stu
     _send(first, "x" * 40_000)
     expect(first.get_by_test_id("error")).to_contain_text("413")
     expect(first.get_by_test_id("error")).to_contain_text("too large")
+    expect(first.get_by_test_id("composer")).to_have_value("x" * 40_000)  # kept, to be shortened and resent
+
+    # A network error (the browser's request fails): the message is given back too, in front of what was
+    # typed while it was on its way, and sends once the line is up
+    composer = first.get_by_test_id("composer")
+    held: list[Any] = []
+    first.route("**/api/ap/query", lambda route: held.append(route))  # the request waits here until aborted
+    _send(first, "hello over a dead line")
+    expect(composer).to_have_value("")
+    composer.fill("and a second thought")
+    for _ in range(WAIT_MS // 50):  # the route handler runs while Playwright waits
+        if held:
+            break
+        first.wait_for_timeout(50)
+    held[0].abort("internetdisconnected")
+    expect(first.get_by_test_id("error")).to_contain_text("Failed to fetch")
+    expect(composer).to_have_value("hello over a dead line\nand a second thought")
+    first.unroute("**/api/ap/query")
+    composer.fill("hello over a dead line")
+    first.get_by_test_id("send").click()
+    _done(first, 1)
+    expect(first.get_by_test_id("composer")).to_have_value("")
+    expect(first.get_by_test_id("message-user").last).to_have_text("hello over a dead line")
     first.context.close()
 
     # The model is down: the run's terminal run.error, shown as the 502 it is on the buffered routes
@@ -320,4 +385,122 @@ def test_an_agents_own_frontend_tool_and_ui_action(browser: Any, stubbed: str, s
     # The run went on with what the page submitted, as the tool's result
     results = {m["tool_call_id"]: m["content"] for r in stub.requests for m in r["messages"] if m["role"] == "tool"}
     assert '"guests": 3' in results["call_book"] and '"confirmed": true' in results["call_book"]
+    page.context.close()
+
+
+# A presigned S3 link as a data tool hands out: one "word" of ~900 characters with no place to break.
+SIGNED_URL = (
+    "https://agent-core-data-123456789012.s3.eu-west-1.amazonaws.com/users/wrapper/files/report.pdf"
+    "?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=ASIAEXAMPLEKEY%2F20261126%2Feu-west-1%2Fs3%2Faws4_request"
+    "&X-Amz-Expires=900&X-Amz-SignedHeaders=host&X-Amz-Security-Token=" + "IQoJb3JpZ2luX2VjEXAMPLE" * 30 + "%3D"
+    "&X-Amz-Signature=" + "9f86d081884c7d659a2feaa0c55ad015" * 2
+)
+
+
+@pytest.mark.parametrize("size", [WIDE, NARROW], ids=["1280px", "390px"])
+def test_a_long_link_wraps_inside_its_message(browser: Any, offline: str, shots: Path, size: tuple[int, int]) -> None:
+    page = _page(browser, offline, f"wrapper-{size[0]}", size)
+    _send(page, f"here is the link: {SIGNED_URL} and a token {'x' * 300}")
+    _done(page, 1)  # the offline model quotes the message back: the answer holds the link too
+    expect(page.get_by_test_id("message-assistant").locator(".content")).to_contain_text(SIGNED_URL)
+    _fits_the_width(page, ".message, .message .content, #messages, main")
+    if size == NARROW:
+        page.screenshot(path=shots / "playground-narrow-long-link.png")
+    page.context.close()
+
+
+@pytest.mark.parametrize("size", [WIDE, NARROW], ids=["1280px", "390px"])
+def test_the_ask_user_form_is_brought_into_view(browser: Any, offline: str, shots: Path, size: tuple[int, int]) -> None:
+    page = _page(browser, offline, f"scrolled-user-{size[0]}", size)
+    # A first turn taller than the messages box (the message, then the answer quoting it)
+    _send(page, "\n".join(f"line {n} of a long note" for n in range(40)))
+    _done(page, 1)
+    _send(page, 'ask me to pick "tea" or "coffee"')
+    form = page.get_by_test_id("frontend-tool-form")
+    expect(form).to_be_visible()
+    _in_view(page, form)  # the form was added below the last line: the box scrolled to it
+    _fits_the_width(page, ".message, .card, .frontend-form")
+    if size == NARROW:
+        page.screenshot(path=shots / "playground-narrow-ask-user.png")
+    # Scrolled up to read, the reader stays there while the run goes on
+    page.locator("#messages").evaluate("(box) => { box.scrollTop = 0; }")
+    form.get_by_role("button", name="tea").dispatch_event("click")  # (a click() would scroll to the button)
+    _done(page, 2)
+    assert page.locator("#messages").evaluate("(box) => box.scrollTop") == 0
+    # ... and their next message brings them back to the end, following the answer as it comes
+    _send(page, "thanks")
+    _done(page, 3)
+    _in_view(page, page.locator(".message.assistant .meta").filter(has_text="done (").last)
+    page.context.close()
+
+
+def test_a_form_comes_into_view_while_the_reader_is_scrolled_up(browser: Any, stubbed: str, stub: OpenAiStub) -> None:
+    # The stub holds the tool call until the reader has scrolled back to the top of a long chat: the form
+    # then appears far below what they look at, and is brought into view (it waits for them).
+    release = threading.Event()
+    held = StubScript.tool_calls([{"id": "call_book", "name": "confirm_booking", "arguments": {"date": "2026-12-01"}}])
+    held.before_chunk = lambda n: release.wait(timeout=60)
+    long_answer = StubScript.text(*[f"line {n} of a long answer\n" for n in range(60)])
+    stub.enqueue(long_answer, held, StubScript.text("Booked."))
+    page = _page(browser, stubbed, "reader", NARROW)
+    page.get_by_test_id("agent-picker").select_option("booking")
+    _send(page, "tell me a long story")
+    _done(page, 1)
+    _send(page, "book a table on December 1st")
+    expect(page.get_by_test_id("message-user")).to_have_count(2)
+    page.locator("#messages").evaluate("(box) => { box.scrollTop = 0; }")
+    release.set()
+    form = page.get_by_test_id("frontend-tool-form")
+    expect(form).to_be_visible()
+    _in_view(page, form)
+    form.get_by_role("button", name="Submit").click()
+    _done(page, 2)
+    page.context.close()
+
+
+@pytest.mark.parametrize("size", [WIDE, MIDDLE, NARROW, SMALLEST], ids=["1280px", "800px", "390px", "360px"])
+def test_the_chat_keeps_its_width_with_the_profile_open(
+    browser: Any, offline: str, shots: Path, size: tuple[int, int]
+) -> None:
+    page = _page(browser, offline, f"narrow-user-{size[0]}", size)
+    _send(page, "what time is it in Tokyo and in London?")
+    _done(page, 1)
+    page.locator("#profile-toggle").click()
+    profile = page.get_by_test_id("profile")
+    expect(profile.locator("#profile-user")).to_have_text(f"narrow-user-{size[0]}")
+    # The chat pane and the profile are both on screen, side by side or stacked, and the composer is usable
+    composer = page.get_by_test_id("composer").bounding_box()
+    shown = page.locator("#messages").bounding_box()
+    assert composer is not None and shown is not None
+    assert composer["width"] >= 250, composer
+    assert shown["width"] >= min(400, size[0] * 0.9), shown  # narrow: (nearly) the full width
+    assert shown["height"] >= 200, shown
+    expect(page.get_by_test_id("message-user")).to_be_in_viewport()
+    for control in ["#agent", "#token", "#profile-toggle", "header a", "#send", "#cancel", "#new-chat"]:
+        box = page.locator(control).bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= size[0], (control, box)
+    _fits_the_width(page, "header, main, aside, nav, .message, .card, #composer-form")
+    # The chat list: beside the chat when there is room, else folded behind "Chats"
+    listed = page.get_by_test_id("chat-list")
+    toggle = page.get_by_test_id("chats-toggle")
+    if size in (WIDE, MIDDLE):
+        expect(toggle).to_be_hidden()
+        expect(listed.locator("li")).to_have_count(1)
+        expect(listed).to_be_visible()
+    else:
+        expect(toggle).to_have_text("Chats (1)")
+        expect(listed).to_be_hidden()
+        if size == NARROW:
+            page.screenshot(path=shots / "playground-narrow-profile.png")
+        toggle.click()
+        expect(toggle).to_have_attribute("aria-expanded", "true")
+        expect(listed.locator("li.current")).to_be_visible()
+        page.get_by_test_id("new-chat").click()  # starting (or opening) a chat folds the list again
+        expect(listed).to_be_hidden()
+        expect(page.get_by_test_id("message-user")).to_have_count(0)
+        toggle.click()
+        listed.locator("li button").first.click()
+        expect(listed).to_be_hidden()
+        _done(page, 1)
+        _fits_the_width(page, ".message, .card")
     page.context.close()

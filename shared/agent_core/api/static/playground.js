@@ -98,6 +98,12 @@ function clearError() { $("error").hidden = true; $("error-text").textContent = 
 
 // --- rendering ------------------------------------------------------------------------------------------
 
+// The messages box follows new content while the reader is at its end (within FOLLOW_SLACK_PX); scrolled up to
+// read, they stay where they are, except for their own message and a form that waits for them.
+const FOLLOW_SLACK_PX = 48;
+const atEnd = (box) => box.scrollHeight - box.scrollTop - box.clientHeight <= FOLLOW_SLACK_PX;
+const toEnd = (box) => { box.scrollTop = box.scrollHeight; };
+
 class RunView {
   constructor(container, live) {
     this.container = container;
@@ -105,6 +111,7 @@ class RunView {
     this.assistant = null;
     this.blocks = new Map();  // reasoningId / contentId / toolId / actionId -> element parts
     this.ends = new Map();    // toolId -> timestamp of tool.end (a tool's duration is end -> result)
+    this.reveal = null;       // an element the event made that the reader must see (a frontend tool's form)
   }
 
   bubble() {
@@ -134,7 +141,6 @@ class RunView {
     }
     if (replace !== undefined) block.body.textContent = replace;
     if (add) block.body.append(document.createTextNode(add));
-    this.scroll();
   }
 
   card(id, name, kind, type) {
@@ -151,7 +157,6 @@ class RunView {
       card = { node, args, status, duration, name, type, argText: "" };
       this.blocks.set(id, card);
       this.bubble().append(node);
-      this.scroll();
     }
     return card;
   }
@@ -171,7 +176,17 @@ class RunView {
     }
   }
 
+  // Live, the box follows what the event added (see atEnd) and brings a new form into view; a replay is drawn
+  // whole and scrolled once by openChat.
   handle(event) {
+    if (!this.live) { this.apply(event); return; }
+    const follow = event.type === "request.query" || atEnd(this.container);
+    this.apply(event);
+    if (follow) toEnd(this.container);
+    if (this.reveal) { this.reveal.scrollIntoView({ block: "nearest", inline: "nearest" }); this.reveal = null; }
+  }
+
+  apply(event) {
     switch (event.type) {
       case "request.query":
         this.container.append(el("div", { class: "message user", testid: "message-user", text: event.message }));
@@ -258,7 +273,7 @@ class RunView {
     if (card.node.dataset.status !== "calling") return;  // a replayed card whose result came first
     if (card.type === "frontend") {
       this.setStatus(card, "waiting");
-      if (this.live) card.form = frontendForm(this.runId, event.toolId, card, event.schema);
+      if (this.live) this.reveal = card.form = frontendForm(this.runId, event.toolId, card, event.schema);
     } else {
       this.setStatus(card, "running");
     }
@@ -270,8 +285,6 @@ class RunView {
       if (block.node && block.node.dataset.status === "waiting") this.setStatus(block, "not answered");
     }
   }
-
-  scroll() { const box = $("messages"); box.scrollTop = box.scrollHeight; }
 }
 
 // A frontend tool as a form. `ask_user` shows its question with its choices; any other frontend tool shows
@@ -345,8 +358,16 @@ function setRunning(running) {
   $("cancel").disabled = !running;
 }
 
+// The composer is emptied when a message is sent and given the message back if the server never took it
+// (no request.query came: 409, 413, 401, a network error), in front of anything typed since.
+function restoreComposer(message) {
+  const composer = $("composer");
+  composer.value = composer.value ? message + "\n" + composer.value : message;
+}
+
 async function send(message) {
   clearError();
+  let taken = false;
   const body = { message };
   if (state.chatId) body.chatId = state.chatId;
   if ($("agent").value) body.agentKey = $("agent").value;
@@ -362,6 +383,7 @@ async function send(message) {
     let terminal = false;
     for await (const event of sse(response)) {
       if (event.type === "request.query") {
+        taken = true;
         state.runId = event.runId;
         if (!state.chatId) openedChat(event.chatId);
       }
@@ -374,6 +396,7 @@ async function send(message) {
   } catch (error) {
     showError(error);
   } finally {
+    if (!taken) restoreComposer(message);
     state.runId = null;
     setRunning(false);
   }
@@ -385,6 +408,12 @@ async function cancel() {
 }
 
 // --- chats ----------------------------------------------------------------------------------------------
+
+// Under the narrow layout's breakpoint the chat list folds behind the "Chats" button (CSS: nav.open).
+function foldChats(open) {
+  $("chats-nav").classList.toggle("open", open);
+  $("chats-toggle").setAttribute("aria-expanded", String(open));
+}
 
 function openedChat(chatId) {
   state.chatId = chatId;
@@ -403,6 +432,7 @@ async function refreshChats() {
       li.classList.toggle("current", chat.chatId === state.chatId);
       return li;
     }));
+    $("chats-toggle").textContent = `Chats (${page.items.length})`;
   } catch (error) { showError(error); }
 }
 
@@ -424,7 +454,9 @@ async function openChat(chatId) {
       if (event.type === "request.query") view = new RunView($("messages"), false);
       if (view) view.handle(event);
     }
+    toEnd($("messages"));
     openedChat(chatId);
+    foldChats(false);
   } catch (error) {
     showError(error);
     if (error.status === 404) openedChat(null);
@@ -436,6 +468,7 @@ function newChat() {
   clearError();
   $("messages").replaceChildren();
   openedChat(null);
+  foldChats(false);
   $("composer").focus();
 }
 
@@ -501,7 +534,12 @@ function start() {
   $("cancel").addEventListener("click", cancel);
   $("new-chat").addEventListener("click", newChat);
   $("error-close").addEventListener("click", clearError);
-  $("profile-toggle").addEventListener("click", () => { $("profile").hidden = !$("profile").hidden; if (!$("profile").hidden) loadProfile(); });
+  $("chats-toggle").addEventListener("click", () => foldChats(!$("chats-nav").classList.contains("open")));
+  $("profile-toggle").addEventListener("click", () => {
+    $("profile").hidden = !$("profile").hidden;
+    $("profile-toggle").setAttribute("aria-expanded", String(!$("profile").hidden));
+    if (!$("profile").hidden) loadProfile();
+  });
   $("timezone-form").addEventListener("submit", setTimezone);
   $("profile-erase").addEventListener("click", eraseProfile);
   if (Intl.supportedValuesOf) $("zones").replaceChildren(...Intl.supportedValuesOf("timeZone").map((z) => el("option", { value: z })));
