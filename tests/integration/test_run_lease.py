@@ -25,7 +25,7 @@ from tests.support.fixtures import make_settings
 from tests.support.server import serve
 from tests.support.sse import sse_events
 
-LEASE_MS = 1500
+HEARTBEAT_MS = 600  # a lease of 1.5 s
 
 
 def _lease_expires_at(context: AppContext, chat_id: str) -> int:
@@ -36,7 +36,7 @@ def _lease_expires_at(context: AppContext, chat_id: str) -> int:
 
 def test_the_lease_is_renewed_while_a_frontend_tool_waits_past_it() -> None:
     context = build_context(
-        make_settings(AGENT_RUN_LEASE_MS=str(LEASE_MS)), table=MemoryTable(), audit=lambda line: None
+        make_settings(AGENT_RUN_HEARTBEAT_MS=str(HEARTBEAT_MS)), table=MemoryTable(), audit=lambda line: None
     )
     with (
         serve(build_app(*routes.local, context=context)) as base,
