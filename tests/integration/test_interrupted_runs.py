@@ -171,3 +171,29 @@ async def test_a_run_settled_as_interrupted_that_was_alive_still_stores_its_answ
 
 def test_the_lease_is_two_and_a_half_heartbeats() -> None:
     assert make_settings(AGENT_RUN_HEARTBEAT_MS="4000").run_lease_ms == 10_000
+
+
+async def test_a_run_that_cannot_be_settled_is_left_for_the_next_pass(
+    store: TableStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lease = make_settings().run_lease_ms
+    first, second = [await _take(store, await store.create_chat(new_chat()), T0) for _ in range(2)]
+    original = store.get_run
+
+    async def flaky(chat_id: str, run_id: str) -> Run | None:
+        if run_id == first.run_id:
+            raise ConnectionError("storage unavailable")
+        return await original(chat_id, run_id)
+
+    # Given storage failing for one of two dead runs
+    monkeypatch.setattr(store, "get_run", flaky)
+    now = T0 + lease + 1
+    # When the pass runs, the other is settled all the same
+    assert await settle_interrupted_runs(store, now, expired_before=now) == 1
+    assert await _leased(store) == {first.chat_id}
+    settled = await store.get_run(second.chat_id, second.run_id)
+    assert settled is not None and settled.error_code == INTERRUPTED
+    # And the next pass settles the first
+    monkeypatch.setattr(store, "get_run", original)
+    assert await settle_interrupted_runs(store, now, expired_before=now) == 1
+    assert await _leased(store) == set()

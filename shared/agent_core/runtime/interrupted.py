@@ -46,7 +46,8 @@ async def settle_interrupted_runs(
 ) -> int:
     """Every held lease (of every shard of the lease index; of `user_id`'s chats only, when given) that
     expired before `expired_before`, or every one when None: its run settled as interrupted and the lease
-    freed. Returns how many were settled."""
+    freed. Returns how many were settled; a run that cannot be (storage failing) is logged and left for the
+    next pass."""
     settled = 0
     for index in range(SHARDS):
         async for page in store.leased_chat_pages(index):
@@ -55,9 +56,15 @@ async def settle_interrupted_runs(
                     continue
                 if expired_before is not None and (chat.lease_expires_at or 0) >= expired_before:
                     continue
-                if await settle_interrupted_run(
-                    store, chat.chat_id, chat.active_run_id, at_ms, expired_before=expired_before
-                ):
-                    logger.info("interrupted run settled", extra={"chatId": chat.chat_id, "runId": chat.active_run_id})
+                ids = {"chatId": chat.chat_id, "runId": chat.active_run_id}
+                try:
+                    done = await settle_interrupted_run(
+                        store, chat.chat_id, chat.active_run_id, at_ms, expired_before=expired_before
+                    )
+                except Exception:  # one run's failure stops neither the others nor the caller's pass
+                    logger.exception("could not settle an interrupted run", extra=ids)
+                    continue
+                if done:
+                    logger.info("interrupted run settled", extra=ids)
                     settled += 1
     return settled
