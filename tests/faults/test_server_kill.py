@@ -92,15 +92,24 @@ def test_a_killed_servers_chat_takes_a_turn_after_a_restart_and_replays_the_inte
 def test_a_second_server_on_the_same_data_directory_refuses_to_start(tmp_path: Path) -> None:
     env = {**ENV, "AGENT_DATA_DIR": str(tmp_path)}
     with local_server(**env) as (base, _process):
-        second_env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_", "AWS_"))}
-        second = subprocess.run(
+        clean = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_", "AWS_"))}
+        second = subprocess.Popen(
             [sys.executable, "-m", "agent_core.cli", "serve", "--port", str(free_port())],
-            env={**second_env, **env},
-            capture_output=True,
+            env={**clean, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=120,
         )
-        assert second.returncode == 1, second
-        assert "in use by another agent-core server" in second.stderr, second.stderr
+        try:
+            assert second.stdout is not None
+            banner = second.stdout.readline()  # a server that starts prints its banner; a refused one exits
+            assert banner == "", f"a second server started: {banner}"
+            _, stderr = second.communicate(timeout=120)
+        finally:
+            if second.poll() is None:
+                second.kill()
+                second.wait(timeout=30)
+        assert second.returncode == 1, second.returncode
+        assert "in use by another agent-core server" in stderr, stderr
         # And the first server is unaffected
         assert httpx.get(f"{base}/api/ap/chats", headers=HEADERS, timeout=30).status_code == 200
