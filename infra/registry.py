@@ -257,12 +257,22 @@ WORKER = FunctionSpec(
 
 IDLE_SESSIONS = FunctionSpec(
     name="idle_sessions",
-    description="Every 5 minutes: close idle sessions (enqueue their summaries) and fail runs whose lease expired",
+    description="Every 5 minutes: close idle sessions (enqueue their summaries) and settle runs whose lease expired",
     memory_mb=512,
     timeout_s=120,
-    # Pages through the idle index (Query), moves or closes sessions (UpdateItem), fails dead runs (a
-    # transaction of two updates), and enqueues the session summaries in batches.
-    needs=frozenset({Need.TABLE_QUERY, Need.TABLE_UPDATE, Need.TABLE_TRANSACT, Need.QUEUE_SEND, Need.QUEUE_SEND_BATCH}),
+    # Pages through the idle and lease indexes (Query), moves or closes sessions (UpdateItem), settles dead
+    # runs as interrupted (reads the run, GetItem, and its question, Query; a transaction of two updates),
+    # and enqueues the session summaries in batches.
+    needs=frozenset(
+        {
+            Need.TABLE_QUERY,
+            Need.TABLE_GET,
+            Need.TABLE_UPDATE,
+            Need.TABLE_TRANSACT,
+            Need.QUEUE_SEND,
+            Need.QUEUE_SEND_BATCH,
+        }
+    ),
     schedule=Schedule(minute="0/5", hour="*", time_zone="Etc/UTC"),  # cron(0/5 * * * ? *)
 )
 

@@ -82,6 +82,16 @@ def serve(host: str, port: int) -> None:
     except ValidationError as error:
         sock.close()
         raise SystemExit(f"agent-core: invalid configuration: {error}") from error
+    sole_owner = settings.effective_storage == "embedded"
+    data_lock: TextIO | None = None
+    if sole_owner:
+        from agent_core.store.embedded import DataDirInUse, claim_data_dir
+
+        try:
+            data_lock = claim_data_dir(settings)  # held until the server stops (or its process dies)
+        except DataDirInUse as error:
+            sock.close()
+            raise SystemExit(f"agent-core: {error}; set AGENT_DATA_DIR= for another") from None
     try:
         context = build_context(settings)  # embedded storage starts here, before the first request
     except AgentDefinitionError as error:
@@ -91,8 +101,14 @@ def serve(host: str, port: int) -> None:
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[None]:
+        from agent_core.domain.ids import now_ms
         from agent_core.jobs.local_scheduler import local_schedules
+        from agent_core.runtime.interrupted import settle_interrupted_runs
 
+        # Runs the last process left running (it was killed) end `interrupted` and free their chats, before
+        # any request: every lease in a data directory this server holds is a dead process's.
+        at = now_ms()
+        await settle_interrupted_runs(context.deps.store, at, expired_before=None if sole_owner else at)
         # Jobs queued before the last stop (kept in the embedded database) run now.
         await context.background.resume()
         async with local_schedules(context.deps, context.schedules):
@@ -101,6 +117,8 @@ def serve(host: str, port: int) -> None:
     app.router.lifespan_context = lifespan
     print(_banner(settings, host, port), flush=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    if data_lock is not None:
+        data_lock.close()
 
 
 # --- agent-core jobs ------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ def _split(value: object) -> object:
 
 DEV_STAGE = "dev"
 FALLBACK_PROVIDERS = ("openai", "azure", "bedrock")
+# A lease lasts 2.5 heartbeats from its last renewal (kept as twice that, an integer).
+LEASE_HEARTBEATS_X2 = 5
 
 # Read raw from the environment (no JSON decoding first), then split by `_split`.
 StrList = Annotated[list[str], NoDecode]
@@ -205,10 +207,12 @@ class Settings(BaseSettings):
         alias="AGENT_TURN_DEADLINE_MS",
         description="Buffered routes end a turn `deadline_exceeded` (504) after this long (API Gateway stops at 29 s)",
     )
-    run_lease_ms: int = Field(
-        120000,
-        alias="AGENT_RUN_LEASE_MS",
-        description="A running turn's lease on its chat, renewed while it runs; a crashed run's chat frees after it",
+    run_heartbeat_ms: int = Field(
+        10000,
+        gt=0,
+        alias="AGENT_RUN_HEARTBEAT_MS",
+        description="A running turn renews its chat's lease this often, to 2.5 times this from now: a run that "
+        "misses two renewals (its process died) frees the chat",
     )
     allow_clock_override: bool = Field(
         False,
@@ -316,6 +320,11 @@ class Settings(BaseSettings):
                 "unset it, or run the local server with AGENT_STAGE=dev"
             )
         return self
+
+    @property
+    def run_lease_ms(self) -> int:
+        """How long a lease lasts from its last renewal: two missed heartbeats and a half."""
+        return self.run_heartbeat_ms * LEASE_HEARTBEATS_X2 // 2
 
     @property
     def in_lambda(self) -> bool:

@@ -3,6 +3,7 @@ defines it, and the SQS event source's batches (partial batch failures) built fr
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
@@ -10,12 +11,18 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from agent_core.config import Settings
+from agent_core.domain.ids import now_ms, sortable_id
+from agent_core.domain.models import Message, Role, Run
+from agent_core.store.dynamodb import DynamoTable
+from agent_core.store.table_store import TableStore
 from tests.support.deployed.stack import DeployedStack
 from tests.support.lambda_events import http_v2_event, sqs_event, sqs_record
 from tests.support.openai_stub import StubScript
 
 CAROL = {"x-user-id": "carol"}
 ERIN = {"x-user-id": "erin"}
+DAVE = {"x-user-id": "dave"}
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
 
 
@@ -128,3 +135,41 @@ def test_idle_sessions_keeps_a_summary_whose_enqueue_failed(stack: DeployedStack
     idle.invoke(scheduler_input(stack, "idle_sessions", when + timedelta(minutes=5)))
     kinds = [body["kind"] for _, body in _kinds(receive_all(stack)) if body.get("chat_id") == cid]
     assert kinds == ["session_summary"]
+
+
+def test_idle_sessions_settles_a_run_whose_function_died_holding_the_lease(stack: DeployedStack) -> None:
+    # Given dave's chat whose turn died holding its lease (the function was killed mid-turn): the USER
+    # message, the running RUN and the lease as the turn's first transaction wrote them, the lease expired
+    chat = stack.function("chat")
+    created = chat.invoke(http_v2_event("POST", "/api/v1/conversations", {"title": "crash"}, DAVE))
+    cid = json.loads(created["body"])["conversationId"]
+    client = stack.account.client("dynamodb")
+    store = TableStore(DynamoTable(stack.resource("StorageTable"), lambda: client))
+    meta = asyncio.run(store.get_chat(cid, "dave"))
+    assert meta is not None
+    started = now_ms() - 3_600_000
+    run = Run(run_id="r-died", chat_id=cid, user_id="dave", request_id="req-died", started_at=started)
+    question = "Is my flight on time?"
+    message = Message(
+        id=sortable_id(started),
+        chat_id=cid,
+        role=Role.USER,
+        content=question,
+        run_id=run.run_id,
+        request_id=run.request_id,
+        created_at=started,
+    )
+    asyncio.run(store.begin_turn(meta, run, message, Settings().run_lease_ms))
+    # When the scheduled pass runs
+    idle = stack.function("idle_sessions")
+    report = idle.invoke(scheduler_input(stack, "idle_sessions", datetime.now(UTC)))
+    # Then the run is failed `interrupted`, replays its question and the error, and the chat takes a turn
+    assert report["details"].get("runs_failed", 0) >= 1, report
+    replay = chat.invoke(http_v2_event("GET", "/api/ap/chat", None, DAVE, query=f"chatId={cid}"))
+    events = [e for e in json.loads(replay["body"])["events"] if e["runId"] == run.run_id]
+    assert [(e["type"], e.get("message"), e.get("code")) for e in events] == [
+        ("request.query", question, None),
+        ("run.error", events[-1]["message"], "interrupted"),
+    ]
+    turn = chat.invoke(http_v2_event("POST", f"/api/v1/conversations/{cid}/chat", {"message": "Hello?"}, DAVE))
+    assert turn["statusCode"] == 200, turn

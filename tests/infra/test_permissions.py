@@ -59,6 +59,7 @@ EXPECTED: dict[str, set[str]] = {
     },
     "idle_sessions": {
         "dynamodb:Query",
+        "dynamodb:GetItem",
         "dynamodb:UpdateItem",
         "dynamodb:TransactWriteItems",
         "sqs:SendMessage",

@@ -313,7 +313,7 @@ async def test_search_chat_history_and_get_user_profile_tools() -> None:
 async def test_dead_runs_are_marked_failed_by_the_next_turn_or_by_the_idle_job() -> None:
     from agent_core.domain.models import RunStatus
 
-    context = _context(JsonLlm(), AGENT_RUN_LEASE_MS="60000")
+    context = _context(JsonLlm(), AGENT_RUN_HEARTBEAT_MS="24000")
     store = context.deps.store
     async with _client(context) as client:
         chat_id = await _say(client, None, "first", DAY1)
@@ -332,7 +332,7 @@ async def test_dead_runs_are_marked_failed_by_the_next_turn_or_by_the_idle_job()
         # When the next turn comes after the lease expired, it takes the lease and fails the dead run
         await _say(client, chat_id, "are you there?", DAY1 + timedelta(minutes=3))
     run = await store.get_run(chat_id, "dead-run")
-    assert run is not None and run.status == RunStatus.FAILED and run.error_code == "lease_expired"
+    assert run is not None and run.status == RunStatus.FAILED and run.error_code == "interrupted"
     # And the idle job frees a dead run's lease when no turn came
     async with _client(context) as client:
         other = await _say(client, None, "second chat", DAY1)

@@ -25,7 +25,7 @@ from tests.support.fixtures import make_settings
 from tests.support.server import serve
 from tests.support.sse import sse_events
 
-LEASE_MS = 1500
+HEARTBEAT_MS = 600  # a lease of 1.5 s
 
 
 def _lease_expires_at(context: AppContext, chat_id: str) -> int:
@@ -34,13 +34,17 @@ def _lease_expires_at(context: AppContext, chat_id: str) -> int:
     return chat.lease_expires_at
 
 
-def test_the_lease_is_renewed_while_a_frontend_tool_waits_past_it() -> None:
-    context = build_context(
-        make_settings(AGENT_RUN_LEASE_MS=str(LEASE_MS)), table=MemoryTable(), audit=lambda line: None
+@pytest.mark.parametrize("agent_now", [None, "2026-01-08T03:00:00+00:00"], ids=["now", "overridden-now"])
+def test_the_lease_is_renewed_while_a_frontend_tool_waits_past_it(agent_now: str | None) -> None:
+    # With X-Agent-Now in the past too: the lease and its renewals run on the wall clock all the same
+    settings = make_settings(
+        AGENT_RUN_HEARTBEAT_MS=str(HEARTBEAT_MS), AGENT_STAGE="dev", AGENT_ALLOW_CLOCK_OVERRIDE="true"
     )
+    context = build_context(settings, table=MemoryTable(), audit=lambda line: None)
+    headers = {"X-User-Id": "alice"} | ({"X-Agent-Now": agent_now} if agent_now else {})
     with (
         serve(build_app(*routes.local, context=context)) as base,
-        httpx.Client(base_url=base, headers={"X-User-Id": "alice"}, timeout=30) as client,
+        httpx.Client(base_url=base, headers=headers, timeout=30) as client,
     ):
         chat_id = client.post("/api/v1/conversations", json={}).json()["conversationId"]
         during: list[int] = []

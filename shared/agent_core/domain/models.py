@@ -28,6 +28,10 @@ class RunStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
+# The errorCode of a run whose process died while it ran (its lease expired, or the local server restarted).
+INTERRUPTED = "interrupted"
+
+
 class ToolStatus(StrEnum):
     OK = "ok"
     ERROR = "error"

@@ -15,6 +15,7 @@ from agent_core.memory.calendar import id_ceiling, id_floor, local_date, to_ms, 
 from agent_core.memory.session_rules import too_little
 from agent_core.memory.summarize import summarise
 from agent_core.observability import logger
+from agent_core.runtime.interrupted import settle_interrupted_runs
 from agent_core.store.schema import SHARDS
 
 
@@ -59,8 +60,9 @@ async def summarize_session(deps: RunDeps, job: SessionSummaryJob) -> bool:
 
 
 async def run_idle_sessions(deps: RunDeps, now: datetime, user_id: str | None = None) -> JobReport:
-    """The scheduled pass: close sessions idle past their due time (each exactly once) and fail runs whose lease
-    expired. `user_id` limits the pass to that user's chats (the dev route acts only on its caller's data)."""
+    """The scheduled pass: close sessions idle past their due time (each exactly once) and settle runs whose
+    lease expired as interrupted. `user_id` limits the pass to that user's chats (the dev route acts only on
+    its caller's data)."""
     with job_run("idle_sessions") as report:
         return await close_idle_sessions(deps, now, report, user_id)
 
@@ -69,6 +71,10 @@ async def close_idle_sessions(deps: RunDeps, now: datetime, report: JobReport, u
     """Every shard of the idle index: close sessions past due (once), move the due of active ones, fail dead runs."""
     now_ms = to_ms(now)
     idle_ms = deps.settings.idle_timeout_minutes * 60_000
+    lease_now = min(now_ms, wall_ms())  # a pass "in the future" (--now, X-Agent-Now) expires no live lease
+    settled = await settle_interrupted_runs(deps.store, lease_now, expired_before=lease_now, user_id=user_id)
+    if settled:
+        report.count("runs_failed", settled)
     for index in range(SHARDS):
         async for page in deps.store.idle_candidate_pages(index, now_ms):
             mine = [c for c in page if user_id is None or c.user_id == user_id]
@@ -78,12 +84,8 @@ async def close_idle_sessions(deps: RunDeps, now: datetime, report: JobReport, u
 
 async def _close_page(deps: RunDeps, page: list[Chat], now_ms: int, idle_ms: int, report: JobReport) -> None:
     due: list[SessionSummaryJob] = []
-    lease_now = min(now_ms, wall_ms())  # a pass "in the future" (--now, X-Agent-Now) expires no live lease
     for chat in page:
         report.scanned += 1
-        stale = chat.active_run_id is not None and (chat.lease_expires_at or 0) < lease_now
-        if stale and await deps.store.fail_stale_run(chat.chat_id, str(chat.active_run_id), lease_now):
-            report.count("runs_failed")
         if chat.session_id is None:
             continue
         due_ms = chat.last_activity_at + idle_ms

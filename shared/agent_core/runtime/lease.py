@@ -1,42 +1,56 @@
-"""The run lease heartbeat: while a run lives, its chat's lease is renewed every third of its length.
+"""The run lease heartbeat: while a run lives, its chat's lease is renewed every `AGENT_RUN_HEARTBEAT_MS`.
 
 A streamed turn may run up to the stream deadline (a frontend tool alone may wait minutes) while the lease
-is short, so that a dead run's chat frees itself soon. Each renewal is conditional on the lease still
-being this run's; a failed renewal is logged and tried again sooner, a lost lease ends the heartbeat.
+is short: each renewal sets its expiry to 2.5 heartbeats from now (`Settings.run_lease_ms`), so a run
+whose process died (it misses two renewals) frees its chat soon, and the run's own deadline stays
+separate. Each renewal is conditional on the lease still being this run's; a failed renewal is logged and
+tried again sooner, a lost lease ends the heartbeat.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from agent_core.observability import logger
 from agent_core.store.base import TurnStore
 
 
 class LeaseKeeper:
-    def __init__(self, store: TurnStore, chat_id: str, run_id: str, lease_ms: int, clock: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        store: TurnStore,
+        chat_id: str,
+        run_id: str,
+        heartbeat_ms: int,
+        lease_ms: int,
+        clock: Callable[[], int],
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self._store = store
         self._chat_id = chat_id
         self._run_id = run_id
+        self._heartbeat_ms = heartbeat_ms
         self._lease_ms = lease_ms
         self._clock = clock
+        self._sleep = sleep
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        if self._task is None and self._lease_ms > 0:
-            self._task = asyncio.create_task(self._beat(), name=f"lease-{self._run_id}")
+        if self._task is None and self._heartbeat_ms > 0:
+            self._task = asyncio.create_task(self.beat(), name=f"lease-{self._run_id}")
 
-    async def _beat(self) -> None:
-        interval = self._lease_ms / 3 / 1000
+    async def beat(self) -> None:
+        """Renew until the lease is lost (or the task is cancelled by `stop`)."""
+        interval = self._heartbeat_ms / 1000
         delay = interval
         while True:
-            await asyncio.sleep(delay)
+            await self._sleep(delay)
             try:
                 kept = await self._store.renew_lease(self._chat_id, self._run_id, self._clock() + self._lease_ms)
             except Exception as exc:
-                # Two more tries fit before the lease runs out.
+                # Several more tries fit before the lease (2.5 heartbeats) runs out.
                 logger.warning("lease renewal failed", extra={"runId": self._run_id, "error": type(exc).__name__})
                 delay = interval / 3
                 continue

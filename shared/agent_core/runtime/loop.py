@@ -37,6 +37,7 @@ from agent_core.domain.events import (
     ToolResult,
     ToolStart,
 )
+from agent_core.domain.ids import now_ms as wall_ms
 from agent_core.domain.ids import sortable_id
 from agent_core.domain.models import Message, Role, RunStatus, ToolCall, ToolCallRecord, ToolStatus
 from agent_core.errors import AgentError, DeadlineExceeded
@@ -87,8 +88,9 @@ class TurnRunner:
         self.deadline = self.started + deadline_ms / 1000 if deadline_ms else None
         local = self.deps.cancels.register(self.run.run_id)
         self.cancel = CancelWatch(self.deps.store, self.run.chat_id, self.run.run_id, local)
+        s = self.deps.settings
         self.lease = LeaseKeeper(
-            self.deps.store, self.run.chat_id, self.run.run_id, self.deps.settings.run_lease_ms, turn.clock_ms
+            self.deps.store, self.run.chat_id, self.run.run_id, s.run_heartbeat_ms, s.run_lease_ms, wall_ms
         )
         self.bridge = StoreFrontendBridge(self.deps.store, self.run.run_id, self.run.user_id)
         self.finish_reason: FinishReason = "stop"

@@ -3,9 +3,9 @@
 A turn holds its chat's lease and has stored the user's message before the response starts. When the
 client leaves before the first byte, the response body is never iterated (or is closed before its
 first iteration) and the run's own clean-up never runs: `settle` then ends the run as a disconnect
-mid-stream does (`cancelled`, reason `client_disconnected`) and frees the lease at once instead of after
-`AGENT_RUN_LEASE_MS`. A run that did start ends itself; `settle` waits until its end is stored, so the
-response does not finish while the lease is still held.
+mid-stream does (`cancelled`, reason `client_disconnected`) and frees the lease at once instead of at
+its expiry (`Settings.run_lease_ms`). A run that did start ends itself; `settle` waits until its end is
+stored, so the response does not finish while the lease is still held.
 """
 
 from __future__ import annotations

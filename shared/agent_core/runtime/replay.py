@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_core.domain.events import TERMINAL_TYPES
+from agent_core.domain.events import TERMINAL_TYPES, Event, RequestQuery
+from agent_core.domain.models import Run
 from agent_core.runtime.envelope import Envelope
 
 # Live events kept as they are in a replay.
@@ -77,3 +78,13 @@ class SnapshotBuilder:
         for key in list(self._open):
             self._close(key)
         return sorted(self._entries, key=lambda e: int(e["seq"]))
+
+
+def ended_unstarted(run: Run, terminal: Event, at_ms: int, question: str | None) -> list[dict[str, Any]]:
+    """The replay of a run that streamed nothing (it never started, or its process died): its question as
+    `request.query` (when known), then its terminal event."""
+    events: list[Event] = [terminal]
+    if question is not None:
+        events.insert(0, RequestQuery(message=question, agent_key=run.agent_key))
+    ids = (run.run_id, run.chat_id, run.request_id)
+    return [Envelope(e, seq, at_ms, *ids).wire() for seq, e in enumerate(events, start=1)]

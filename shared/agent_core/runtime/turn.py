@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from agent_core.container import RunDeps
-from agent_core.domain.events import Event, RequestQuery, RunCancel, RunError
+from agent_core.domain.events import Event, RunCancel, RunError
 from agent_core.domain.ids import new_chat_id, new_run_id, now_ms, sortable_id
 from agent_core.domain.jobs import CompactJob
 from agent_core.domain.models import Chat, Kind, Message, Profile, Role, Run, RunStatus, Summary, TurnResult
@@ -28,7 +28,8 @@ from agent_core.memory.profile import profile_block
 from agent_core.memory.session_rules import plan_session
 from agent_core.observability import logger
 from agent_core.runtime.agents import AgentDefinition
-from agent_core.runtime.envelope import Envelope
+from agent_core.runtime.interrupted import settle_interrupted_run
+from agent_core.runtime.replay import ended_unstarted
 from agent_core.store.base import DuplicateRequest, RecentMessages, SessionChanged
 from agent_core.store.retry import RetryPolicy, retrying
 
@@ -231,11 +232,7 @@ async def release_unstarted_turn(turn: PreparedTurn, reason: str) -> None:
 async def _release_run(deps: RunDeps, run: Run, terminal: Event, at_ms: int, question: str | None) -> None:
     run.ended_at = run.ended_at or at_ms
     if run.snapshot is None:
-        events: list[Event] = [terminal]
-        if question is not None:
-            events.insert(0, RequestQuery(message=question, agent_key=run.agent_key))
-        ids = (run.run_id, run.chat_id, run.request_id)
-        run.snapshot = [Envelope(e, seq, at_ms, *ids).wire() for seq, e in enumerate(events, start=1)]
+        run.snapshot = ended_unstarted(run, terminal, at_ms, question)
     try:
         await retrying(lambda: deps.store.abandon_turn(run), RetryPolicy.of(deps.settings), "abandon_turn")
     except Exception:
@@ -248,7 +245,7 @@ async def _after_begin(deps: RunDeps, chat: Chat, plan: SessionPlan, at_ms: int)
         await deps.work_queue.enqueue(plan.close)
     if chat.active_run_id and (chat.lease_expires_at or 0) < now_ms():  # leases run on the wall clock
         # This turn took the expired lease over; the dead run's record still says running.
-        await deps.store.fail_stale_run(chat.chat_id, chat.active_run_id, at_ms, release_lease=False)
+        await settle_interrupted_run(deps.store, chat.chat_id, chat.active_run_id, at_ms, release_lease=False)
 
 
 async def _maybe_compact(turn: PreparedTurn) -> None:

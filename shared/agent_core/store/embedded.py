@@ -7,10 +7,12 @@ the DynamoDB table and S3 bucket on moto (tests) or a fresh account.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from agent_core.config import Settings
 from agent_core.store.file_blob import FileBlobStore
@@ -21,6 +23,11 @@ from agent_core.store.sqlite_table import SqliteTable
 
 DATABASE_FILE = "agent-core.sqlite3"
 FILES_DIR = "files"
+SERVER_LOCK = "server.lock"
+
+
+class DataDirInUse(RuntimeError):
+    """Another `agent-core serve` holds the data directory."""
 
 
 @dataclass
@@ -49,6 +56,27 @@ def open_embedded(settings: Settings) -> EmbeddedStorage:
             storage = EmbeddedStorage(db, table, FileBlobStore(db, directory / FILES_DIR), SqliteJobJournal(db))
             _open[directory] = storage
         return storage
+
+
+def claim_data_dir(settings: Settings) -> TextIO:
+    """Hold `settings.data_dir` for this server's lifetime: an exclusive lock on a file in it, which the OS
+    frees when the process ends, however it ends (kill -9 included). A second server on the same directory
+    raises DataDirInUse: one server per directory is what lets a starting server treat every run lease it
+    finds there as a dead process's (runtime/interrupted.py). Keep the returned file open."""
+    directory = Path(settings.data_dir).expanduser().resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    handle = (directory / SERVER_LOCK).open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise DataDirInUse(f"{directory} is in use by another agent-core server (pid {holder})") from None
+    handle.truncate(0)
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
 
 
 def close_embedded(settings: Settings) -> None:

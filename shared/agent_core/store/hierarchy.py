@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from agent_core.domain.models import Chat, DailySummary, Message, Profile, RunStatus, SessionSummary
+from agent_core.domain.models import Chat, DailySummary, Message, Profile, SessionSummary
 from agent_core.store import items as it
 from agent_core.store.schema import GSI1, GSI2, GSI3, PK, SK
 from agent_core.store.table import (
@@ -13,11 +13,8 @@ from agent_core.store.table import (
     Item,
     SkRange,
     Table,
-    TransactionFailed,
     Update,
-    UpdateOp,
     eq,
-    lt,
     not_exists,
 )
 
@@ -94,24 +91,6 @@ class HierarchyStore:
                 Condition.of(eq("sessionId", session_id)),
             )
         except ConditionFailed:
-            return False
-        return True
-
-    async def fail_stale_run(self, chat_id: str, run_id: str, now_ms: int, *, release_lease: bool = True) -> bool:
-        """A run whose lease expired (its Lambda died): mark it failed; free the lease unless a turn took it."""
-        fail = UpdateOp(
-            it.run_key(chat_id, run_id),
-            Update(set={"status": RunStatus.FAILED.value, "errorCode": "lease_expired", "endedAt": now_ms}),
-            Condition.of(eq("status", RunStatus.RUNNING.value)),
-        )
-        release = UpdateOp(
-            it.meta_key(chat_id),
-            Update(remove=("activeRunId", "leaseExpiresAt")),
-            Condition.of(eq("activeRunId", run_id), lt("leaseExpiresAt", now_ms)),
-        )
-        try:
-            await self.table.transact([fail, release] if release_lease else [fail])
-        except TransactionFailed:
             return False
         return True
 

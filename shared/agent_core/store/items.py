@@ -29,7 +29,8 @@ from agent_core.domain.models import (
     Summary,
     Wait,
 )
-from agent_core.store.schema import GSI1, PK, SK, TTL_ATTRIBUTE
+from agent_core.memory.calendar import shard
+from agent_core.store.schema import GSI1, GSI3, PK, SHARDS, SK, TTL_ATTRIBUTE
 from agent_core.store.table import Item, Key
 
 META = "META"
@@ -60,6 +61,20 @@ def run_pk(run_id: str) -> str:
 
 
 user_chats_pk = user_pk  # gsi1: a user's chats by last activity
+
+
+def lease_index_pk(index: int) -> str:
+    """gsi3 (sparse): the META of every chat whose lease is held, in SHARDS partitions."""
+    return f"LEASE#{index}"
+
+
+def lease_index_keys(chat_id: str, taken_at: int) -> dict[str, str]:
+    """The META's gsi3 keys while a run holds its lease (the sort key: when the lease was taken)."""
+    return {GSI3.pk: lease_index_pk(shard(chat_id, SHARDS)), GSI3.sk: f"{taken_at:015d}#{chat_id}"}
+
+
+# A META's lease: the run holding it, its expiry and its place in the lease index, removed together.
+LEASE_ATTRIBUTES = ("activeRunId", "leaseExpiresAt", GSI3.pk, GSI3.sk)
 
 
 def meta_key(chat_id: str) -> Key:

@@ -22,7 +22,8 @@ GSI1 = IndexSpec(name="gsi1", pk="gsi1pk", sk="gsi1sk")
 # gsi2 (sparse, write-sharded): open sessions by idle due time (pk IDLE#{shard}, sk zero-padded due millis).
 # Only a session's opening writes the key; the idle job moves it when it finds the session still active.
 GSI2 = IndexSpec(name="gsi2", pk="gsi2pk", sk="gsi2sk")
-# gsi3 (sparse, write-sharded): day markers by the UTC hour in which the local day closes.
+# gsi3 (sparse, write-sharded): day markers by the UTC hour in which the local day closes (pk DAYCLOSE#...), and
+# the META of every chat whose lease a run holds (pk LEASE#{shard}; keyed with the lease, removed with it).
 GSI3 = IndexSpec(name="gsi3", pk="gsi3pk", sk="gsi3sk")
 INDEXES: tuple[IndexSpec, ...] = (GSI1, GSI2, GSI3)
 _BY_NAME = {index.name: index for index in INDEXES}

@@ -7,6 +7,7 @@ import json
 from collections.abc import AsyncIterator
 
 from agent_core.domain.models import (
+    INTERRUPTED,
     Chat,
     Message,
     Role,
@@ -57,8 +58,10 @@ from agent_core.store.table import (
 
 _TRANSACT_LIMIT = 100
 CONDITION_FAILED = "ConditionalCheckFailed"
-STALE = "lease_expired"  # the errorCode of a run the idle job failed because its lease ran out
-_STILL_RUNNING = Condition(((eq("status", RunStatus.RUNNING.value), eq("errorCode", STALE)),))
+# A run settled as interrupted may still end itself (it outlived its lease): its own end replaces that.
+_STILL_RUNNING = Condition(((eq("status", RunStatus.RUNNING.value), eq("errorCode", INTERRUPTED)),))
+_RUN_END = ("status", "errorCode", "errorMessage", "endedAt", "snapshot")  # what settling a dead run sets
+_QUESTION_SEARCH = 100  # newest messages searched for a dead run's question
 _TRANSACT_BYTES = 3_500_000  # DynamoDB caps a transaction at 4 MB of items; keep a margin for expressions
 _OP_OVERHEAD = 1024  # a condition or update expression, its names and values
 _MESSAGES = SkRange(begins_with=it.MSG_PREFIX)
@@ -198,7 +201,11 @@ class TableStore(HierarchyStore, Store):
         # Leases run on the wall clock, never on a turn's overridden "now" (X-Agent-Now cannot take one over).
         at = run.lease_clock
         free = Condition.of(exists(PK)).any_of(not_exists("activeRunId"), lt("leaseExpiresAt", at))
-        values: dict[str, object] = {"activeRunId": run.run_id, "leaseExpiresAt": at + lease_ms}
+        values: dict[str, object] = {
+            "activeRunId": run.run_id,
+            "leaseExpiresAt": at + lease_ms,
+            **it.lease_index_keys(chat.chat_id, at),
+        }
         if plan is not None:
             expected = plan.expected_session_id
             free = free.any_of(not_exists("sessionId")) if expected is None else free.any_of(eq("sessionId", expected))
@@ -321,7 +328,7 @@ class TableStore(HierarchyStore, Store):
         count = {"messageCount": len(messages)} if messages else {}
         release = UpdateOp(
             it.meta_key(run.chat_id),
-            Update(set=meta_set, add=count, remove=("activeRunId", "leaseExpiresAt")),
+            Update(set=meta_set, add=count, remove=it.LEASE_ATTRIBUTES),
             Condition.of(eq("activeRunId", run.run_id)),
         )
         # Very long turns overflow one transaction: earlier messages go first, the rest commit with the run.
@@ -385,7 +392,7 @@ class TableStore(HierarchyStore, Store):
         A failed condition is checked by reading the META again: only a lease that is really not ours
         is left alone (a conflict is not "another turn took it").
         """
-        release = Update(remove=("activeRunId", "leaseExpiresAt"))
+        release = Update(remove=it.LEASE_ATTRIBUTES)
         try:
             await self.table.update(it.meta_key(chat_id), release, Condition.of(eq("activeRunId", run_id)))
         except ConditionFailed:
@@ -401,6 +408,60 @@ class TableStore(HierarchyStore, Store):
             renew = Update(set={"leaseExpiresAt": expires_at})
             await self.table.update(it.meta_key(chat_id), renew, Condition.of(eq("activeRunId", run_id)))
         except ConditionFailed:
+            return False
+        return True
+
+    async def leased_chat_pages(self, index: int, page_size: int | None = 100) -> AsyncIterator[list[Chat]]:
+        """Pages of the chats of one shard whose lease is held (gsi3, sparse: keyed only while a run holds it)."""
+        start: Item | None = None
+        while True:
+            page = await self.table.query(it.lease_index_pk(index), index=GSI3.name, limit=page_size, start_key=start)
+            chats = [it.chat_from_item(i) for i in page.items if i[SK] == it.META and "activeRunId" in i]
+            if chats:
+                yield chats
+            if page.last_key is None:
+                return
+            start = page.last_key
+
+    async def question_of(self, run: Run) -> str | None:
+        """The USER message a run answers, found by its requestId among the chat's newest messages."""
+        start: Item | None = None
+        searched = 0
+        while searched < _QUESTION_SEARCH:
+            rng = SkRange(low=it.MSG_PREFIX, high=it.MSG_END)
+            page = await self.table.query(it.chat_pk(run.chat_id), rng, forward=False, limit=25, start_key=start)
+            for item in page.items:
+                if item.get("role") == Role.USER.value and item.get("requestId") == run.request_id:
+                    return it.message_from_item((await self._restore([item]))[0]).content
+            searched += len(page.items)
+            if page.last_key is None:
+                return None
+            start = page.last_key
+        return None
+
+    async def fail_interrupted_run(self, run: Run, *, expired_before: int | None, release_lease: bool = True) -> bool:
+        """Store a run whose process died as given (failed `interrupted`, with its replay) if it is still
+        running, and free its chat's lease if the run still holds it: only once expired before
+        `expired_before`, or whatever its expiry when None (the local server, sole owner of its data, at
+        start). One transaction; a run that ended already has a lease it left behind freed alone.
+        False when nothing was written."""
+        stored = it.run_to_item(run)
+        fail = UpdateOp(
+            it.run_key(run.chat_id, run.run_id),
+            Update(set={k: stored[k] for k in _RUN_END if k in stored}),
+            Condition.of(eq("status", RunStatus.RUNNING.value)),
+        )
+        held = [eq("activeRunId", run.run_id)]
+        if expired_before is not None:
+            held.append(lt("leaseExpiresAt", expired_before))
+        release = UpdateOp(it.meta_key(run.chat_id), Update(remove=it.LEASE_ATTRIBUTES), Condition.of(*held))
+        try:
+            await self.table.transact([fail, release] if release_lease else [fail])
+        except TransactionFailed as failed:
+            if release_lease and failed.reasons[0] and not failed.reasons[1]:
+                with contextlib.suppress(ConditionFailed):  # the run ended, yet its lease stayed: free it
+                    await self.table.update(release.key, release.update, release.condition)
+                    return True
             return False
         return True
 
