@@ -8,6 +8,7 @@ refuses every top-level module of a distribution outside that install's closure 
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -19,10 +20,25 @@ from tests.support.local_server import local_server
 from tests.support.sse import query
 
 
+def make_run_extras() -> tuple[str, ...]:
+    """The extras `make run` installs, read from the Makefile: `run` needs a stamp whose recipe pip-installs them."""
+    makefile = (REPO / "Makefile").read_text()
+    stamp = re.search(r"^run: (\$\(\w+\))", makefile, re.M)
+    assert stamp, "make run depends on an install stamp"
+    recipe = re.search(rf"^{re.escape(stamp.group(1))}:.*\n\t.*pip install .*-e \"\.\[([\w,]+)\]\"", makefile, re.M)
+    assert recipe, f"the recipe of {stamp.group(1)} pip-installs the project with extras"
+    return tuple(recipe.group(1).split(","))
+
+
+def test_make_run_installs_the_local_extra_as_the_readme_says() -> None:
+    assert make_run_extras() == ("local",)
+    assert "installs into .venv and starts the local server" in (REPO / "README.md").read_text()
+
+
 @pytest.fixture(scope="module")
 def local_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The guard's bin directory (its `python`) for agent-core[local]."""
-    return import_guard(tmp_path_factory.mktemp("local-install"), closure("local"))
+    """The guard's bin directory (its `python`) for what `make run` installs: agent-core[local]."""
+    return import_guard(tmp_path_factory.mktemp("local-install"), closure(*make_run_extras()))
 
 
 def test_the_guard_refuses_what_the_install_lacks(local_install: Path) -> None:
