@@ -109,11 +109,20 @@ def serve(host: str, port: int) -> None:
 
 
 def http_server(app: Any, settings: Settings) -> uvicorn.Server:
-    """uvicorn serving `app` on sockets from `listen`: idle keep-alive connections close after
-    AGENT_KEEP_ALIVE_TIMEOUT_S (request bodies are bounded by the app's BodyLimit)."""
+    """uvicorn serving `app` on sockets from `listen`. No connection is held by a silent or slow client: idle
+    keep-alive connections close after AGENT_KEEP_ALIVE_TIMEOUT_S, a request head must arrive within
+    AGENT_BODY_READ_TIMEOUT_S (HeadTimeoutProtocol), and so must its body (the app's BodyLimit: 408)."""
     import uvicorn
 
-    return uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_keep_alive=settings.keep_alive_timeout_s))
+    from agent_core.api.head_timeout import head_timeout_protocol
+
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        timeout_keep_alive=settings.keep_alive_timeout_s,
+        http=head_timeout_protocol(settings.body_read_timeout_s),
+    )
+    return uvicorn.Server(config)
 
 
 # --- agent-core jobs ------------------------------------------------------------------------------

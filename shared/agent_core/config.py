@@ -226,7 +226,8 @@ class Settings(BaseSettings):
         gt=0,
         alias="AGENT_BODY_READ_TIMEOUT_S",
         description="Seconds a client may take to send a request body once its headers are in (408 "
-        "`request_timeout`, then the connection is closed)",
+        "`request_timeout`, then the connection is closed); on the local server also the most a request's "
+        "headers may take (then the connection is closed)",
     )
     keep_alive_timeout_s: int = Field(
         5,

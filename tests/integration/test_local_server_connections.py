@@ -1,5 +1,5 @@
 """The local server's connections: TCP_NODELAY on every accepted socket, slow bodies answered 408 and closed,
-idle keep-alive connections closed. Real sockets against uvicorn as `agent-core serve` configures it."""
+silent or half-sent request heads and idle keep-alive connections closed. Real sockets against uvicorn as `agent-core serve` configures it."""
 
 from __future__ import annotations
 
@@ -101,6 +101,13 @@ def test_a_whole_body_is_still_served_after_a_timed_out_one(short_timeouts: str)
         conn.sendall(_post("/api/v1/conversations", json.dumps({"title": "fine"}).encode()))
         status, _, payload = _read_response(conn)
     assert status == 201 and json.loads(payload)["conversationId"]
+
+
+@pytest.mark.parametrize("head", [b"", b"GET /api/ap/agents HT"], ids=["nothing", "half a head"])
+def test_a_connection_without_a_whole_request_head_is_closed(short_timeouts: str, head: bytes) -> None:
+    with socket.create_connection(_address(short_timeouts), timeout=WAIT_S) as conn:
+        conn.sendall(head)
+        assert _closed_by_server(conn)
 
 
 def test_an_idle_keep_alive_connection_is_closed(short_timeouts: str) -> None:
