@@ -16,6 +16,7 @@ from bench import (
     orchestration,
     prompt_tokens,
     responses_encoder,
+    serve_http,
     stream_latency,
     submit_roundtrip,
     turn_latency,
@@ -78,6 +79,15 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             )
         )
     rows.extend(embedded_rows(results["embedded_store"]))
+    served = results["serve_http"]
+    rows.append(
+        (
+            "plain turn p50: over HTTP through `agent-core serve` vs in-process (SQLite both)",
+            f"{served['http']['turn_p50_ms']} vs {served['in_process']['turn_p50_ms']} ms (x{served['ratio']})",
+            "<= x1.5",
+            _yes(served["meets_target"]),
+        )
+    )
     return rows
 
 
@@ -133,6 +143,7 @@ def run() -> dict[str, Any]:
         ("wire_first_byte", wire_first_byte),
         ("jobs_scale", jobs_scale),
         ("embedded_store", embedded_store),
+        ("serve_http", serve_http),
     ):
         print(f"\n## {name}\n")
         results[name] = module.run()

@@ -21,6 +21,8 @@ from zoneinfo import ZoneInfo
 from agent_core.config import Settings, get_settings, local_server_settings
 
 if TYPE_CHECKING:  # the CLI imports the app only for the commands that run it (`chat` is a client)
+    import uvicorn
+
     from agent_core.context import AppContext
     from agent_core.jobs.handlers import ScheduledJob
 
@@ -53,9 +55,13 @@ def _banner(settings: Settings, host: str, port: int) -> str:
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """The server's socket, bound before anything starts: a busy port is one clear line and exit status 1."""
+    """The server's socket, bound before anything starts: a busy port is one clear line and exit status 1.
+
+    Created with its protocol number: asyncio sets TCP_NODELAY on accepted connections only when the listening
+    socket says IPPROTO_TCP, and without it every small streamed write waits for the client's delayed ACK.
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family=family)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart need not wait for TIME_WAIT
     try:
         sock.bind((host, port))
@@ -68,7 +74,6 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def serve(host: str, port: int) -> None:
-    import uvicorn
     from pydantic import ValidationError
 
     from agent_core.api import routes
@@ -116,9 +121,26 @@ def serve(host: str, port: int) -> None:
 
     app.router.lifespan_context = lifespan
     print(_banner(settings, host, port), flush=True)
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+    http_server(app, settings).run(sockets=[sock])
     if data_lock is not None:
         data_lock.close()
+
+
+def http_server(app: Any, settings: Settings) -> uvicorn.Server:
+    """uvicorn serving `app` on sockets from `listen`. No connection is held by a silent or slow client: idle
+    keep-alive connections close after AGENT_KEEP_ALIVE_TIMEOUT_S, a request head must arrive within
+    AGENT_BODY_READ_TIMEOUT_S (HeadTimeoutProtocol), and so must its body (the app's BodyLimit: 408)."""
+    import uvicorn
+
+    from agent_core.api.head_timeout import head_timeout_protocol
+
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        timeout_keep_alive=settings.keep_alive_timeout_s,
+        http=head_timeout_protocol(settings.body_read_timeout_s),
+    )
+    return uvicorn.Server(config)
 
 
 # --- agent-core jobs ------------------------------------------------------------------------------

@@ -239,6 +239,20 @@ class Settings(BaseSettings):
         alias="AGENT_MAX_BODY_BYTES",
         description="Largest request body, checked before any work (413 `request_too_large`)",
     )
+    body_read_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        alias="AGENT_BODY_READ_TIMEOUT_S",
+        description="Seconds a client may take to send a request body once its headers are in (408 "
+        "`request_timeout`, then the connection is closed); on the local server also the most a request's "
+        "headers may take (then the connection is closed)",
+    )
+    keep_alive_timeout_s: int = Field(
+        5,
+        ge=1,
+        alias="AGENT_KEEP_ALIVE_TIMEOUT_S",
+        description="Local server: seconds an idle keep-alive connection stays open between requests",
+    )
     max_input_items: int = Field(
         500, ge=1, alias="AGENT_MAX_INPUT_ITEMS", description="Most input items in one request (`too_many_items`)"
     )

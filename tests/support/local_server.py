@@ -15,29 +15,35 @@ from tests.support.server import free_port
 
 
 @contextmanager
-def local_server(**env_overrides: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """Start the server; its data lives in a fresh temporary directory unless AGENT_DATA_DIR is given
-    (pass the same one to two servers in turn to test a restart)."""
+def local_server(
+    python: str = sys.executable, cwd: str | None = None, **env_overrides: str
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """Start the server (with `python`, in `cwd`); its data lives in a fresh temporary directory unless
+    AGENT_DATA_DIR is given (pass the same one to two servers in turn to test a restart)."""
     with ExitStack() as stack:
         if "AGENT_DATA_DIR" not in env_overrides:
             env_overrides["AGENT_DATA_DIR"] = stack.enter_context(tempfile.TemporaryDirectory(prefix="agent-core-"))
-        yield from _serve(env_overrides)
+        yield from _serve(python, cwd, env_overrides)
 
 
-def _serve(env_overrides: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+def _serve(python: str, cwd: str | None, env_overrides: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_", "AWS_"))}
     env.update(env_overrides)
     process = subprocess.Popen(
-        [sys.executable, "-m", "agent_core.cli", "serve", "--port", str(port)],
+        [python, "-m", "agent_core.cli", "serve", "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        cwd=cwd,
     )
     assert process.stdout is not None
     banner = process.stdout.readline()  # printed once storage is up, before the socket opens
-    assert f"127.0.0.1:{port}" in banner, banner
+    if f"127.0.0.1:{port}" not in banner:
+        process.kill()
+        _, stderr = process.communicate(timeout=10)
+        raise AssertionError(f"the server did not start: {banner}{stderr[-3000:]}")
     for _ in range(400):  # bounded wait for the socket to accept, not a timing assertion
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()

@@ -11,6 +11,8 @@ from typing import Any
 
 import uvicorn
 
+from agent_core.cli import listen
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -19,16 +21,17 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(app: Any) -> Iterator[str]:
-    """Yield the base URL while uvicorn serves `app`; stop it afterwards.
+def serve(app: Any, server: uvicorn.Server | None = None) -> Iterator[str]:
+    """Yield the base URL while uvicorn serves `app` (or runs `server`); stop it afterwards.
 
     uvicorn is handed a socket already bound to a free port, so no other process (a parallel test worker)
-    can take the port between choosing it and listening on it.
+    can take the port between choosing it and listening on it; `agent-core serve`'s own socket (TCP_NODELAY
+    on every connection, as deployed behind the web adapter).
     """
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock = listen("127.0.0.1", 0)
     port = int(sock.getsockname()[1])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    if server is None:
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     for _ in range(400):  # bounded wait for the socket, not a timing assertion

@@ -34,8 +34,8 @@ def build_app(*routers: APIRouter, context: AppContext | ContextFactory | None =
     app = _app(docs)
     install_error_handlers(app)
     settings = context.settings if isinstance(context, AppContext) else get_settings()
-    # Added first, so it sits inside CORS: a 413 still carries the CORS headers.
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    # Added first, so it sits inside CORS: a 413 or 408 still carries the CORS headers.
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, read_timeout_s=settings.body_read_timeout_s)
     if settings.cors_origins:
         # Browsers calling through API Gateway get CORS headers from the app (preflight is the gateway's).
         app.add_middleware(
