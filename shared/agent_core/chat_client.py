@@ -351,8 +351,14 @@ class ChatSession:
             self.say(f"error: cancel failed: {error}")
 
 
+def server_url(url: str) -> str:
+    """`--url` as given, `http://` in front when it names no scheme (`localhost:8000`, as curl takes it)."""
+    return url if "://" in url else f"http://{url}"
+
+
 def run_chat(url: str, token: str | None, agent: str | None, chat_id: str | None, out: TextIO) -> int:
     """The interactive loop on stdin/stdout."""
+    url = server_url(url)
     api = Api(url, token)
     session = ChatSession(api, out, input, agent)
     session.say(f"agent-core chat on {url} (/help for commands)")

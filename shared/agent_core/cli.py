@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import socket
@@ -65,10 +66,14 @@ def listen(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart need not wait for TIME_WAIT
     try:
         sock.bind((host, port))
-    except OSError as error:
+    except (OSError, OverflowError) as error:
         sock.close()
-        reason = error.strerror or str(error)
-        raise SystemExit(f"agent-core: cannot listen on {host}:{port}: {reason} (set PORT= for another)") from None
+        if isinstance(error, OverflowError):  # bind's own words name neither the range nor the setting
+            reason, setting = "port must be 0-65535", "PORT"
+        else:  # an unknown or foreign address is the host's fault; anything else (in use, denied) the port's
+            reason = error.strerror or str(error)
+            setting = "HOST" if isinstance(error, socket.gaierror) or error.errno == errno.EADDRNOTAVAIL else "PORT"
+        raise SystemExit(f"agent-core: cannot listen on {host}:{port}: {reason} (set {setting}= for another)") from None
     sock.set_inheritable(True)
     return sock
 

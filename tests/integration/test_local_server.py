@@ -98,3 +98,24 @@ def test_a_busy_port_fails_with_one_clear_line_and_no_banner() -> None:
     assert done.stderr.strip().splitlines() == [
         f"agent-core: cannot listen on 127.0.0.1:{port}: Address already in use (set PORT= for another)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "line"),
+    [
+        (
+            "127.0.0.1",
+            "99999",
+            "agent-core: cannot listen on 127.0.0.1:99999: port must be 0-65535 (set PORT= for another)",
+        ),
+        ("no-such-host.invalid", "8000", "(set HOST= for another)"),
+    ],
+)
+def test_a_port_out_of_range_or_an_unknown_host_is_one_clear_line(host: str, port: str, line: str) -> None:
+    """`PORT=99999 make run` once ended in a traceback (OverflowError from bind); a bad HOST said PORT=."""
+    from agent_core import cli
+
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["serve", "--host", host, "--port", port])
+    message = str(stopped.value.code)
+    assert message.startswith(f"agent-core: cannot listen on {host}:{port}: ") and message.endswith(line)
