@@ -384,6 +384,24 @@ def _process_local_storage_problem(settings: Settings) -> str | None:
     )
 
 
+def _unreachable_table_problem(settings: Settings, error: Exception) -> str | None:
+    """`jobs` on a DynamoDB table it cannot read (no credentials, no endpoint, no table): one line, not a
+    botocore traceback. None for any other failure."""
+    if settings.effective_storage != "aws":
+        return None
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from agent_core.errors import ServiceUnavailable
+
+    if not isinstance(error, BotoCoreError | ClientError | ServiceUnavailable):
+        return None
+    return (
+        f"agent-core jobs: AGENT_STORAGE=aws: the table {settings.table_name} could not be read ({error}). "
+        "Check the AWS credentials and region (the usual AWS_* variables or profile) and AGENT_TABLE_NAME, or "
+        "leave AGENT_STORAGE unset for the local server's database."
+    )
+
+
 def run_jobs_command(
     args: argparse.Namespace, parser: argparse.ArgumentParser, build: ContextBuilder | None = None
 ) -> int:
@@ -398,6 +416,12 @@ def run_jobs_command(
     except UserActive as refused:
         print(refused, file=sys.stderr, flush=True)
         return USER_ACTIVE
+    except Exception as error:
+        problem = _unreachable_table_problem(get_settings(), error)
+        if problem is None:
+            raise
+        print(problem, file=sys.stderr, flush=True)
+        return 1
     print(json.dumps(line, separators=(", ", ": ")), flush=True)
     return 1 if line["failed"] else 0
 
