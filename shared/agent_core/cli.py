@@ -23,6 +23,7 @@ from agent_core.config import Settings, get_settings, local_server_settings
 
 if TYPE_CHECKING:  # the CLI imports the app only for the commands that run it (`chat` is a client)
     import uvicorn
+    from pydantic import ValidationError
 
     from agent_core.context import AppContext
     from agent_core.jobs.handlers import ScheduledJob
@@ -53,6 +54,17 @@ def _banner(settings: Settings, host: str, port: int) -> str:
         f"  curl -s -X POST {base}/api/v1/conversations/$id/chat -H 'content-type: application/json' "
         f'-d \'{{"message":"what time is it in Tokyo?"}}\'\n'
     )
+
+
+def invalid_configuration(error: ValidationError) -> str:
+    """A settings ValidationError as one line: each problem by the variable it names, no input echoed (the
+    settings it was given hold keys)."""
+    problems = []
+    for problem in error.errors(include_url=False, include_input=False):
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        where = ".".join(str(part) for part in problem["loc"])
+        problems.append(f"{where}: {message}" if where else message)
+    return f"agent-core: invalid configuration: {'; '.join(problems)} (docs/settings.md)"
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -91,7 +103,7 @@ def serve(host: str, port: int) -> None:
         settings = local_server_settings()  # the dev stage unless AGENT_STAGE says otherwise
     except ValidationError as error:
         sock.close()
-        raise SystemExit(f"agent-core: invalid configuration: {error}") from error
+        raise SystemExit(invalid_configuration(error)) from None
     sole_owner = settings.effective_storage == "embedded"
     data_lock: TextIO | None = None
     if sole_owner:
@@ -405,6 +417,12 @@ def _unreachable_table_problem(settings: Settings, error: Exception) -> str | No
 def run_jobs_command(
     args: argparse.Namespace, parser: argparse.ArgumentParser, build: ContextBuilder | None = None
 ) -> int:
+    from pydantic import ValidationError
+
+    try:
+        get_settings()
+    except ValidationError as error:
+        raise SystemExit(invalid_configuration(error)) from None
     _check_jobs_args(args, get_settings().default_timezone, parser.error)
     problem = _process_local_storage_problem(get_settings())
     if problem is not None:

@@ -119,3 +119,42 @@ def test_a_port_out_of_range_or_an_unknown_host_is_one_clear_line(host: str, por
         cli.main(["serve", "--host", host, "--port", port])
     message = str(stopped.value.code)
     assert message.startswith(f"agent-core: cannot listen on {host}:{port}: ") and message.endswith(line)
+
+
+@pytest.mark.parametrize("command", [["serve", "--port", "0"], ["jobs", "idle-sessions"]])
+@pytest.mark.parametrize(
+    ("env", "line"),
+    [
+        (
+            {"AGENT_MAX_BODY_BYTES": "abc"},
+            "AGENT_MAX_BODY_BYTES: Input should be a valid integer, unable to parse string as an integer",
+        ),
+        (
+            {"AGENT_STAGE": "prod", "AGENT_ALLOW_CLOCK_OVERRIDE": "true"},
+            "AGENT_ALLOW_CLOCK_OVERRIDE is a dev-only feature and is refused with AGENT_STAGE='prod': unset it, "
+            "or run the local server with AGENT_STAGE=dev",
+        ),
+    ],
+)
+def test_an_invalid_setting_is_one_line_naming_it_and_never_echoes_the_environment(
+    command: list[str], env: dict[str, str], line: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """Once pydantic's dump (a traceback for `jobs`), which quoted the settings it was given: a key among them."""
+    import os
+
+    from agent_core import cli
+    from agent_core.config import get_settings
+
+    for name in [k for k in os.environ if k.startswith(("AGENT_", "OPENAI_", "AWS_LAMBDA"))]:
+        monkeypatch.delenv(name)
+    for name, value in {**env, "OPENAI_API_KEY": "sk-do-not-print", "AGENT_DATA_DIR": str(tmp_path)}.items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            cli.main(command)
+    finally:
+        get_settings.cache_clear()
+    message = str(stopped.value.code)
+    assert message.splitlines() == [f"agent-core: invalid configuration: {line} (docs/settings.md)"]
+    assert "sk-do-not-print" not in message
