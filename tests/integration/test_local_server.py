@@ -158,3 +158,25 @@ def test_an_invalid_setting_is_one_line_naming_it_and_never_echoes_the_environme
     message = str(stopped.value.code)
     assert message.splitlines() == [f"agent-core: invalid configuration: {line} (docs/settings.md)"]
     assert "sk-do-not-print" not in message
+
+
+def test_stopping_the_server_ends_a_running_stream_with_its_terminal_event() -> None:
+    """Ctrl-C on `make run` while a turn waited once cut the stream (no terminal event, "ASGI callable
+    returned without completing response"), and the run was stored as a client disconnect."""
+    import signal
+
+    import httpx
+
+    from tests.support.sse import sse_events
+
+    with local_server() as (base, process), httpx.Client(base_url=base, timeout=60) as client:
+        events: list[dict[str, Any]] = []
+        body = {"message": 'ask me to pick "tea" or "coffee"'}
+        with client.stream("POST", "/api/ap/query", json=body) as response:
+            for event in sse_events(response):
+                events.append(event)
+                if event["type"] == "tool.end":  # the run now waits for the browser
+                    process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)  # it stops (uvicorn re-raises the SIGINT it caught)
+    assert events[-1]["type"] == "run.cancel" and events[-1]["reason"] == "server_stopping"
+    assert "without completing response" not in stderr, stderr[-2000:]
