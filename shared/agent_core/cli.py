@@ -396,6 +396,23 @@ def _process_local_storage_problem(settings: Settings) -> str | None:
     )
 
 
+def _note_a_new_database(settings: Settings) -> None:
+    """Say so when the embedded database does not exist yet: the pass would report `scanned: 0` over an empty
+    one it creates, which reads as "nothing was due" when the command ran from another directory."""
+    if settings.effective_storage != "embedded":
+        return
+    from agent_core.store.embedded import DATABASE_FILE
+
+    directory = Path(settings.data_dir).expanduser().resolve()
+    if not (directory / DATABASE_FILE).exists():
+        print(
+            f"agent-core jobs: no database in {directory} yet: this pass starts an empty one. The local server "
+            "keeps its data in .agent-core under the directory it was started from (or AGENT_DATA_DIR).",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def _unreachable_table_problem(settings: Settings, error: Exception) -> str | None:
     """`jobs` on a DynamoDB table it cannot read (no credentials, no endpoint, no table): one line, not a
     botocore traceback. None for any other failure."""
@@ -428,6 +445,7 @@ def run_jobs_command(
     if problem is not None:
         print(problem, file=sys.stderr, flush=True)
         return 2
+    _note_a_new_database(get_settings())
     try:
         with _logs_to_stderr(quiet=args.job == "backfill"):
             line = asyncio.run(_jobs(args, build))

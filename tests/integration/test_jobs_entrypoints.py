@@ -478,6 +478,21 @@ def test_cli_jobs_idle_sessions_runs_the_real_pass_on_embedded_storage(tmp_path:
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["job"] == "idle_sessions" and report["failed"] == 0
+    # A directory with no database yet (run from elsewhere, or a mistyped AGENT_DATA_DIR) is said so, once:
+    # the pass over the new, empty database finds nothing, which alone reads as "nothing was due"
+    notes = [line for line in out.stderr.splitlines() if line.startswith("agent-core jobs:")]
+    assert notes == [
+        f"agent-core jobs: no database in {tmp_path} yet: this pass starts an empty one. The local server "
+        "keeps its data in .agent-core under the directory it was started from (or AGENT_DATA_DIR)."
+    ]
+    again = subprocess.run(
+        [sys.executable, "-m", "agent_core.cli", "jobs", "idle-sessions"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_clean_env(AGENT_STORAGE="embedded", AGENT_LLM_PROVIDER="offline", AGENT_DATA_DIR=str(tmp_path)),
+    )
+    assert again.returncode == 0 and "agent-core jobs:" not in again.stderr
 
 
 def test_cli_jobs_idle_sessions_runs_the_real_pass_on_a_dynamodb_table(
