@@ -137,7 +137,8 @@ def serve(host: str, port: int) -> None:
             yield
 
     app.router.lifespan_context = lifespan
-    print(_banner(settings, host, port), flush=True)
+    bound = sock.getsockname()[1]  # the port itself, also when 0 asked the system for a free one
+    print(_banner(settings, host, bound), flush=True)
     http_server(app, settings).run(sockets=[sock])
     if data_lock is not None:
         data_lock.close()

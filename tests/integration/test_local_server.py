@@ -180,3 +180,37 @@ def test_stopping_the_server_ends_a_running_stream_with_its_terminal_event() -> 
         _, stderr = process.communicate(timeout=60)  # it stops (uvicorn re-raises the SIGINT it caught)
     assert events[-1]["type"] == "run.cancel" and events[-1]["reason"] == "server_stopping"
     assert "without completing response" not in stderr, stderr[-2000:]
+
+
+def test_port_0_serves_on_a_free_port_and_the_banner_names_it() -> None:
+    """`--port 0` once announced http://127.0.0.1:0, an address nobody can call."""
+    import os
+    import re
+    import sys
+    import tempfile
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_", "AWS_"))}
+    status = 0
+    with tempfile.TemporaryDirectory() as data:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "agent_core.cli", "serve", "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env | {"AGENT_DATA_DIR": data},
+        )
+        try:
+            assert process.stdout is not None
+            found = re.match(r"agent-core listening on (http://127\.0\.0\.1:(\d+)) ", process.stdout.readline())
+            assert found is not None and int(found.group(2)) > 0
+            for _ in range(400):  # bounded wait for the socket to accept, not a timing assertion
+                try:
+                    status, _ = _call(found.group(1), "GET", "/api/ap/agents")
+                    break
+                except urllib.error.URLError:
+                    time.sleep(0.05)
+            assert status == 200
+        finally:
+            process.terminate()
+            process.communicate(timeout=10)
