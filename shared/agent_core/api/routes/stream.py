@@ -45,6 +45,7 @@ def _replayed(ctx: AppContext, result: TurnResult) -> Messages:
         if result.chat_id and result.run_id:
             run = await ctx.deps.store.get_run(result.chat_id, result.run_id)
         snapshot = (run.snapshot if run is not None else None) or []
+        snapshot = ctx.deps.data_links.refresh(snapshot, result.chat_id or "")  # its links signed afresh
         for entry in snapshot:
             yield sse_message(entry)
         if not snapshot:
