@@ -16,39 +16,15 @@ from agent_core.context import AppContext, build_context
 from agent_core.domain.models import Chat, Role
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
 from agent_core.store import items as it
-from agent_core.store.table import Put, Table, WriteOp
+from agent_core.store.table import Item, Table
+from tests.support.barrier import BarrierTable
 from tests.support.fixtures import make_settings
 
 USER = "alice"
 
 
-class BarrierTable:
-    """A table whose transactions writing a first-message marker wait until `parties` of them have arrived, then
-    commit one at a time: every attempt has done all it does before its write when the first write lands."""
-
-    def __init__(self, table: Table, parties: int = 2) -> None:
-        self._table = table
-        self._arrived = 0
-        self._parties = parties
-        self._all_here = asyncio.Event()
-        self._one_at_a_time = asyncio.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._table, name)
-
-    async def transact(self, ops: list[WriteOp]) -> None:
-        if any(
-            isinstance(op, Put)
-            and str(op.item.get("SK", "")).startswith("REQ#")
-            and str(op.item.get("PK", "")).startswith("USER#")
-            for op in ops
-        ):
-            self._arrived += 1
-            if self._arrived >= self._parties:
-                self._all_here.set()
-            await self._all_here.wait()
-        async with self._one_at_a_time:  # moto's in-process DynamoDB is not thread-safe for transactions
-            await self._table.transact(ops)
+def _first_message_marker(item: Item) -> bool:
+    return str(item.get("PK", "")).startswith("USER#") and str(item.get("SK", "")).startswith("REQ#")
 
 
 def _context(table: Table) -> AppContext:
@@ -121,7 +97,7 @@ async def test_a_retried_first_message_while_the_first_runs_is_409(any_table: Ta
 
 
 async def test_two_concurrent_first_messages_with_one_request_id_make_one_chat(any_table: Table) -> None:
-    ctx = _context(BarrierTable(any_table))  # type: ignore[arg-type]
+    ctx = _context(BarrierTable(any_table, _first_message_marker))  # type: ignore[arg-type]
     body = {"message": "hello there", "requestId": "first-3"}
     async with _client(ctx) as client:
         answers = await asyncio.gather(client.post("/api/ap/query", json=body), client.post("/api/ap/query", json=body))
