@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import AsyncGenerator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
@@ -84,9 +84,20 @@ async def _listed(events: list[dict[str, Any]]) -> AsyncGenerator[dict[str, Any]
     },
 )
 async def create_response(
-    body: ResponseCreate, request: Request, ctx: Ctx, user: User, runs: Runs
+    body: ResponseCreate,
+    request: Request,
+    ctx: Ctx,
+    user: User,
+    runs: Runs,
+    idempotency: Annotated[
+        str | None,
+        Header(
+            alias=IDEMPOTENCY_HEADER,
+            description="Makes a retried create safe: a key already used answers with its first Response",
+        ),
+    ] = None,
 ) -> JSONResponse | EventStream:
-    key = idempotency_key(request.headers.get(IDEMPOTENCY_HEADER))
+    key = idempotency_key(idempotency)
     # Everything that answers with an HTTP status happens before a stream starts or a task is queued.
     plan = await plan_response(
         ctx.deps, ctx.responses, body, user, now=request_now(request), public_base_url=link_base(request)
