@@ -137,3 +137,48 @@ def test_the_refused_page_escapes_what_it_shows() -> None:
     page = refused_page(refused, 'c_1/<script>alert("x")</script>').body.decode()
     assert "<script>" not in page and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
     assert "<b>" not in page
+
+
+async def test_a_retried_blocking_turn_answers_its_stored_result_with_fresh_links() -> None:
+    clock = Clock()
+    ctx = _context(clock)
+    async with _client(ctx) as alice:
+        chat_id = (await alice.post("/api/v1/conversations", json={"title": "notes"})).json()["conversationId"]
+        body = {"message": SAVE, "requestId": "blocking-1"}
+        first = (await alice.post(f"/api/v1/conversations/{chat_id}/chat", json=body)).json()
+        clock.now += LINK_TTL_S + 60
+        retry = (await alice.post(f"/api/v1/conversations/{chat_id}/chat", json=body)).json()
+    # The answer quotes the link (the offline model quotes its tool results)
+    stale, fresh = (json.loads(r["assistantMessage"].split("\n", 1)[1])["url"] for r in (first, retry))
+    assert fresh != stale
+    async with _client(ctx, "mallory") as mallory:
+        assert (await mallory.get(stale)).status_code == 403
+        assert (await mallory.get(fresh)).text == "meet at 3pm"
+
+
+async def test_a_stored_response_and_its_conversation_items_answer_fresh_links() -> None:
+    clock = Clock()
+    ctx = _context(clock)
+    async with _client(ctx) as alice:
+        created = (await alice.post("/v1/responses", json={"model": "main-agent", "input": SAVE})).json()
+        clock.now += LINK_TTL_S + 60
+        retrieved = await alice.get(f"/v1/responses/{created['id']}")
+        items = await alice.get(f"/v1/conversations/{created['conversation']['id']}/items")
+    [stale] = _links_in(created)
+    assert (await _fetch(ctx, stale)).status_code == 403
+    for answer in (retrieved, items):
+        fresh = _links_in(answer.json())
+        assert fresh and stale not in fresh
+        for link in fresh:
+            assert (await _fetch(ctx, link)).text == "meet at 3pm"
+
+
+def _links_in(value: Any) -> set[str]:
+    import re
+
+    return set(re.findall(r"/api/ap/data\?file=[^&\"\\\\]+&t=[A-Za-z0-9_.-]+", json.dumps(value)))
+
+
+async def _fetch(ctx: AppContext, link: str) -> httpx.Response:
+    async with _client(ctx, "mallory") as mallory:
+        return await mallory.get(link)
