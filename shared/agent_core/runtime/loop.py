@@ -382,6 +382,7 @@ class TurnRunner:
             frontend=self.bridge,
             memory=self.deps.store,
             public_base_url=self.turn.request.public_base_url,
+            links=self.deps.data_links,
         )
 
     async def announce(self, calls: list[ToolCall]) -> AsyncIterator[Event]:

@@ -98,7 +98,8 @@ def chat_name(message: str) -> str:
 
 
 async def _open_chat(deps: RunDeps, req: TurnRequest, at_ms: int) -> tuple[Chat, Summary | None, Profile | None, bool]:
-    if req.chat_id is None:
+    chat_id = req.chat_id
+    if chat_id is None:
         chat = Chat(
             chat_id=new_chat_id(),
             user_id=req.user_id,
@@ -107,9 +108,13 @@ async def _open_chat(deps: RunDeps, req: TurnRequest, at_ms: int) -> tuple[Chat,
             created_at=at_ms,
             last_activity_at=at_ms,
         )
-        await deps.store.create_chat(chat)
-        return chat, None, await deps.store.get_profile(req.user_id), True
-    context = await deps.store.load_turn_context(req.chat_id, req.user_id)
+        # A retried first message (same requestId) finds the chat its first attempt opened, and goes on as a
+        # retry in that chat: begin_turn's request marker then answers it (result, 409, or a rerun).
+        opened = await deps.store.create_chat(chat, request_id=req.request_id)
+        if opened.chat_id == chat.chat_id:
+            return chat, None, await deps.store.get_profile(req.user_id), True
+        chat_id = opened.chat_id
+    context = await deps.store.load_turn_context(chat_id, req.user_id)
     if context is None:
         raise NotFound("conversation not found", param=req.chat_param, code="conversation_not_found")
     return context.chat, context.summary, context.profile, False

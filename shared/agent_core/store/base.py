@@ -71,7 +71,11 @@ class DuplicateRequest(Exception):
 class ChatStore(Protocol):
     """Chats and their messages. Reads of a user's chat take the caller's userId."""
 
-    async def create_chat(self, chat: Chat) -> Chat: ...
+    async def create_chat(self, chat: Chat, request_id: str | None = None) -> Chat:
+        """Create `chat`. With the `request_id` of the message opening it, at most one chat is ever created per
+        (user, requestId): a later call with the same pair creates nothing and returns the first call's chat
+        (NotFound if that chat was deleted since)."""
+        ...
 
     async def get_chat(self, chat_id: str, user_id: str) -> Chat | None: ...
 

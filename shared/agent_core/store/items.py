@@ -93,6 +93,11 @@ def request_key(chat_id: str, request_id: str) -> Key:
     return {PK: chat_pk(chat_id), SK: f"REQ#{request_id}"}
 
 
+def first_request_key(user_id: str, request_id: str) -> Key:
+    """The marker of a user's requestId that opened a new chat: at most one chat per (user, requestId)."""
+    return {PK: user_pk(user_id), SK: f"REQ#{request_id}"}
+
+
 def pointer_key(run_id: str) -> Key:
     return {PK: run_pk(run_id), SK: META}
 
