@@ -18,7 +18,6 @@ from agent_core.errors import AgentError, InvalidRequest, NotFound, RunInProgres
 from agent_core.openai_api.aggregate import response_object
 from agent_core.openai_api.client_tools import TunedLlm, client_tool, responses_agent, with_client_tools
 from agent_core.openai_api.request import (
-    CONTINUE_MESSAGE,
     InputMessage,
     ParsedInput,
     ResponseCreate,
@@ -190,18 +189,20 @@ def to_message(spec: InputMessage, chat_id: str, at: int) -> Message:
 async def open_turn(plan: ResponsePlan) -> PreparedTurn:
     """Write the input's history into the chat and take the chat's lease with the turn's first message.
 
-    A turn continued only by function outputs writes them as history and starts with CONTINUE_MESSAGE:
-    prepare_turn always writes a USER message (see the reply for the hook that would avoid it).
+    A turn continued only by function outputs writes them as history and stores no USER message: the
+    model is called with the outputs last (`TurnRequest.continuation`).
     """
     deps, chat = plan.deps, plan.chat
     prior, trigger = plan.parsed.split()
-    message = trigger.content if trigger.role == Role.USER else CONTINUE_MESSAGE
-    history = prior if trigger.role == Role.USER else [*prior, trigger]
-    try:
-        validate_message(message, deps.settings.max_message_bytes)
-    except AgentError as error:
-        error.param = "input"
-        raise
+    continuation = trigger.role != Role.USER
+    message = "" if continuation else trigger.content
+    history = [*prior, trigger] if continuation else prior
+    if not continuation:
+        try:
+            validate_message(message, deps.settings.max_message_bytes)
+        except AgentError as error:
+            error.param = "input"
+            raise
     at = now_ms()
     if chat is not None and chat.active_run_id and (chat.lease_expires_at or 0) > at:
         raise RunInProgress("another turn is running in this conversation")
@@ -229,6 +230,7 @@ async def open_turn(plan: ResponsePlan) -> PreparedTurn:
         client_tools=plan.client_tools,
         public_base_url=plan.public_base_url,
         deadline_ms=plan.deadline_ms,
+        continuation=continuation,
     )
     prepared = await prepare_turn(deps, request)
     if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry

@@ -12,8 +12,6 @@ from agent_core.domain.models import Role, ToolCall
 from agent_core.domain.text import utf8_size
 from agent_core.errors import InvalidRequest, PayloadTooLarge
 
-# What a turn continued only by function outputs says as its user message (see openai_api/plan.py).
-CONTINUE_MESSAGE = "(Function call outputs above. Continue.)"
 _ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM, "developer": Role.SYSTEM}
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 

@@ -98,7 +98,7 @@ class TurnRunner:
 
     @property
     def message(self) -> str:
-        return self.turn.request.message
+        return self.turn.question
 
     @property
     def client_tools(self) -> frozenset[str]:
@@ -118,7 +118,9 @@ class TurnRunner:
         self.lease.start()
         mcp_run = None
         try:
-            preamble: list[Event] = [RequestQuery(message=turn.request.message, agent_key=turn.agent.key)]
+            preamble: list[Event] = []
+            if turn.request.question is not None:  # a continuation by tool results has no user message
+                preamble.append(RequestQuery(message=turn.request.question, agent_key=turn.agent.key))
             if turn.created_chat:
                 preamble.append(ChatStart(chat_name=turn.chat.title))
             preamble.append(RunStart(agent_key=turn.agent.key, model=run.model))
