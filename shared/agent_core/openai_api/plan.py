@@ -92,8 +92,22 @@ class ResponsePlan:
         )
 
 
+def model_ids(deps: RunDeps) -> list[str]:
+    """The models a request may name (GET /v1/models): the agents, and the configured model."""
+    ids = [a.key for a in deps.agents.all()]
+    if deps.settings.model not in ids:
+        ids.append(deps.settings.model)
+    return ids
+
+
+def check_model(deps: RunDeps, model: str | None) -> None:
+    """404 `model_not_found` for a model that is neither an agent nor the configured model (None: the default)."""
+    if model is not None and model not in model_ids(deps):
+        raise NotFound(f"model {model!r} not found", param="model", code="model_not_found")
+
+
 def _agent(deps: RunDeps, model: str | None, chat: Chat | None) -> tuple[AgentDefinition, str | None]:
-    """`model` names an agent, or a model the chat's agent (else the default agent) runs with."""
+    """`model` names an agent, or the configured model the chat's agent (else the default agent) runs with."""
     keys = {a.key for a in deps.agents.all()}
     if model in keys:
         return deps.agents.get(model), None
@@ -127,6 +141,7 @@ async def plan_response(
     s = deps.settings
     check_limits(body, max_items=s.max_input_items, max_instructions_bytes=s.max_instructions_bytes)
     check_rules(body)
+    check_model(deps, body.model)
     response_id = response_id or new_response_id()
     parsed = parse_input(body.input, response_id.removeprefix("resp_"), s.max_message_bytes)
     parsed.split()

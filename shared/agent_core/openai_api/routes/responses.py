@@ -19,7 +19,7 @@ from agent_core.errors import InvalidRequest, NotFound
 from agent_core.openai_api.encoder import replay_events
 from agent_core.openai_api.execution import BackgroundResponses, queue_response, start_response
 from agent_core.openai_api.items import ListQuery, list_page
-from agent_core.openai_api.plan import plan_response
+from agent_core.openai_api.plan import model_ids, plan_response
 from agent_core.openai_api.request import ResponseCreate
 from agent_core.openai_api.store import ACTIVE, ResponseRecord
 from agent_core.runtime.blocking import run_failure
@@ -187,10 +187,7 @@ async def input_items(
 
 def models_of(ctx: AppContext) -> list[dict[str, Any]]:
     """The agents (a model id naming an agent runs it) and the configured model."""
-    ids = [a.key for a in ctx.deps.agents.all()]
-    if ctx.settings.model not in ids:
-        ids.append(ctx.settings.model)
-    return [{"id": i, "object": "model", "created": 0, "owned_by": OWNER} for i in ids]
+    return [{"id": i, "object": "model", "created": 0, "owned_by": OWNER} for i in model_ids(ctx.deps)]
 
 
 @router.get("/models")
