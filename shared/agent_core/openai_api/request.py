@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_core.domain.models import Role, ToolCall
 from agent_core.domain.text import utf8_size
@@ -86,6 +86,17 @@ class ResponseCreate(WireModel):
     @property
     def client_tools(self) -> frozenset[str]:
         return frozenset(t.name for t in self.tools)
+
+
+def response_request(**fields: Any) -> ResponseCreate:
+    """The Responses request another wire's body stands for (Chat Completions, AG-UI, UI stream): a value the
+    Responses rules refuse (129 tools, a bad tool name) is the caller's 4xx, naming the field, before any work."""
+    try:
+        return ResponseCreate(**fields)
+    except ValidationError as error:
+        first = error.errors()[0]
+        param = ".".join(str(part) for part in first["loc"]) or None
+        raise InvalidRequest(f"{param or 'request'}: {first['msg']}", param=param) from error
 
 
 def check_limits(body: ResponseCreate, *, max_items: int, max_instructions_bytes: int) -> None:
