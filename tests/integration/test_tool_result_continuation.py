@@ -168,3 +168,29 @@ def test_bedrock_ends_with_a_user_message_of_tool_results_only(
     assert second.conversation is not None
     chat_id = second.conversation.id
     _assert_continued_cleanly(_stored(context, chat_id), _replay(base_url, chat_id), "Weather in Oslo?")
+
+
+def test_a_continuation_does_not_route_the_old_question_again(
+    client: openai.OpenAI, openai_stub: OpenAiStub, base_url: str
+) -> None:
+    # Given a question a quick rule answers (the time tool) that also needs the client's tool
+    question = "what time is it in Tokyo? And the weather in Paris"
+    openai_stub.enqueue(
+        StubScript.tool_calls([{"id": "call_w", "name": "get_weather", "arguments": {"city": "Paris"}}])
+    )
+    first = client.responses.create(model="main-agent", input=question, tools=[WEATHER])  # type: ignore[list-item]
+    assert [o.type for o in first.output] == ["mcp_call", "function_call"]  # the quick rule ran `time`
+    # When the client answers its call
+    openai_stub.enqueue(StubScript.text("Evening in Tokyo, 18°C in Paris."))
+    second = client.responses.create(
+        model="main-agent",
+        previous_response_id=first.id,
+        input=[{"type": "function_call_output", "call_id": "call_w", "output": '{"temp": 18}'}],
+        tools=[WEATHER],  # type: ignore[list-item]
+    )
+    # Then the run goes on with the model: the quick rule does not run `time` a second time
+    assert [o.type for o in second.output] == ["message"]
+    assert openai_stub.requests[-1]["messages"][-1] == RESULT
+    assert second.conversation is not None
+    routes = [e for e in _replay(base_url, second.conversation.id) if e["type"] == "run.route"]
+    assert [r.get("matchedTools") for r in routes] == [["time"], None]
