@@ -194,3 +194,23 @@ def test_a_continuation_does_not_route_the_old_question_again(
     assert second.conversation is not None
     routes = [e for e in _replay(base_url, second.conversation.id) if e["type"] == "run.route"]
     assert [r.get("matchedTools") for r in routes] == [["time"], None]
+
+
+def test_a_stateless_tool_result_must_answer_a_call_in_the_request(
+    client: openai.OpenAI, openai_stub: OpenAiStub
+) -> None:
+    # A tool result that follows no call would reach the model as nothing at all (no call, no user message)
+    with pytest.raises(openai.BadRequestError) as completions:
+        client.chat.completions.create(
+            model="main-agent",
+            messages=[{"role": "user", "content": "hi"}, RESULT],  # type: ignore[list-item]
+        )
+    assert completions.value.body["param"] == "messages" and "call_w" in completions.value.message  # type: ignore[index]
+    with pytest.raises(openai.BadRequestError) as responses:
+        client.responses.create(
+            model="main-agent",
+            store=False,
+            input=[{"type": "function_call_output", "call_id": "call_w", "output": "{}"}],
+        )
+    assert responses.value.body["param"] == "input" and "call_w" in responses.value.message  # type: ignore[index]
+    assert openai_stub.requests == []

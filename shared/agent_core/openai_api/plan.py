@@ -24,6 +24,7 @@ from agent_core.openai_api.request import (
     check_limits,
     check_outputs,
     check_rules,
+    check_self_contained,
     parse_input,
     pending_calls,
 )
@@ -145,6 +146,8 @@ async def plan_response(
     response_id = response_id or new_response_id()
     parsed = parse_input(body.input, response_id.removeprefix("resp_"), s.max_message_bytes)
     parsed.split()
+    if not body.stored:
+        check_self_contained(parsed)
     previous = None
     if body.previous_response_id:
         previous = await responses.get(body.previous_response_id, user_id)

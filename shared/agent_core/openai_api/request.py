@@ -286,6 +286,16 @@ def pending_calls(output: list[dict[str, Any]]) -> list[str]:
     return [str(item["call_id"]) for item in output if item.get("type") == "function_call"]
 
 
+def check_self_contained(parsed: ParsedInput) -> None:
+    """Stateless input (store:false, Chat Completions) is the whole conversation: each output answers a call
+    before it in the input (OpenAI refuses a `tool` message that follows no `tool_calls` too). Else the model
+    would be called without it, and without any user message."""
+    for message in parsed.messages:
+        if message.role == Role.TOOL and message.tool_name is None:  # no call of that id came before it
+            call_id = message.tool_call_id
+            raise InvalidRequest(f"no tool call found for function call output with call_id {call_id}", param="input")
+
+
 def check_outputs(pending: list[str], parsed: ParsedInput) -> None:
     """Continuing a response that handed calls over needs exactly those outputs (as OpenAI requires)."""
     given = parsed.outputs
