@@ -119,8 +119,8 @@ class TurnRunner:
         mcp_run = None
         try:
             preamble: list[Event] = []
-            if turn.request.question is not None:  # a continuation by tool results has no user message
-                preamble.append(RequestQuery(message=turn.request.question, agent_key=turn.agent.key))
+            if turn.request.stored_message is not None:  # a continuation by tool results has no user message
+                preamble.append(RequestQuery(message=turn.request.stored_message, agent_key=turn.agent.key))
             if turn.created_chat:
                 preamble.append(ChatStart(chat_name=turn.chat.title))
             preamble.append(RunStart(agent_key=turn.agent.key, model=run.model))

@@ -57,7 +57,7 @@ class TurnRequest:
     continuation: bool = False
 
     @property
-    def question(self) -> str | None:
+    def stored_message(self) -> str | None:
         """The USER message this turn stores (None for a continuation, which stores none)."""
         return None if self.continuation else self.message
 
@@ -195,7 +195,7 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
     except ServiceUnavailable:
         # An attempt may have committed before its answer was lost: free whatever it may have taken.
         message = "the turn could not start"
-        await asyncio.shield(release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.question))
+        await asyncio.shield(release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.stored_message))
         raise
     except DuplicateRequest as duplicate:
         previous = duplicate.run
@@ -209,7 +209,9 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
             await deps.store.restart_turn(chat, previous, run, s.run_lease_ms)
         except ServiceUnavailable:
             message = "the turn could not start"
-            await asyncio.shield(release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.question))
+            await asyncio.shield(
+                release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.stored_message)
+            )
             raise
         restarted = True
     # The lease is ours from here: every way out but a returned turn releases it.
@@ -225,7 +227,7 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         await _maybe_compact(prepared)
     except BaseException as exc:
         code = exc.code if isinstance(exc, AgentError) else "internal_error"
-        await asyncio.shield(release_failed_run(deps, run, code, "the turn could not start", at_ms, req.question))
+        await asyncio.shield(release_failed_run(deps, run, code, "the turn could not start", at_ms, req.stored_message))
         raise
     return prepared
 
@@ -248,7 +250,7 @@ async def release_unstarted_turn(turn: PreparedTurn, reason: str) -> None:
     cancelled, as a disconnect mid-stream ends it, with a replay of its question; its lease is freed."""
     run = turn.run
     run.status, run.result = RunStatus.CANCELLED, None
-    await _release_run(turn.deps, run, RunCancel(reason=reason), turn.clock_ms(), turn.request.question)
+    await _release_run(turn.deps, run, RunCancel(reason=reason), turn.clock_ms(), turn.request.stored_message)
 
 
 async def _release_run(deps: RunDeps, run: Run, terminal: Event, at_ms: int, question: str | None) -> None:
