@@ -45,6 +45,18 @@ class FunctionToolParam(WireModel):
         }
 
 
+def function_tools(tools: list[Any], param: str = "tools") -> list[FunctionToolParam]:
+    """A UI client's tools (objects with `name`, `description`, `parameters`) as function tools; an invalid
+    one is the caller's 422 naming `param`."""
+    try:
+        return [
+            FunctionToolParam(type="function", name=t.name, description=t.description, parameters=t.parameters)
+            for t in tools
+        ]
+    except ValidationError as error:
+        raise InvalidRequest(f"invalid client tool: {error.errors()[0]['msg']}", param=param) from error
+
+
 class ToolChoiceFunction(WireModel):
     type: Literal["function"]
     name: str
