@@ -52,8 +52,8 @@ class TurnRequest:
     public_base_url: str = ""
     timezone: str | None = None  # the zone the client names for this request (validated); else the profile's
     chat_param: str = "chatId"  # how the caller's API names the chat id (in a not-found error)
-    # The turn continues from the client's tool results, already stored as the chat's history: no USER
-    # message is written, the model is called with the results last, and `message` is unused ('').
+    # The turn continues from the client's tool results, already stored as the history of the chat `chat_id`
+    # names: no USER message is written, the model is called with the results last, `message` is unused ('').
     continuation: bool = False
 
     @property
@@ -143,10 +143,7 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
     Returns the stored result when the requestId was already answered.
     """
     s = deps.settings
-    if req.continuation:
-        if req.chat_id is None:
-            raise InvalidRequest("tool results continue an existing chat", param="chatId")
-    else:
+    if not req.continuation:
         validate_message(req.message, s.max_message_bytes)
     at_ms = to_ms(req.now) if req.now else now_ms()
     chat, summary, profile, created = await _open_chat(deps, req, at_ms)
