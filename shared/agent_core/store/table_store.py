@@ -263,17 +263,19 @@ class TableStore(HierarchyStore, Store):
         return [Put(item, Condition.of(not_exists("doneAt")))]
 
     async def begin_turn(
-        self, chat: Chat, run: Run, user_message: Message, lease_ms: int, plan: SessionPlan | None = None
+        self, chat: Chat, run: Run, user_message: Message | None, lease_ms: int, plan: SessionPlan | None = None
     ) -> None:
-        """Take the lease with the USER message. Idempotent: calling it again after an attempt that
-        committed (its answer lost to a timeout) finds its own request marker and returns."""
+        """Take the lease with the USER message (None: a turn continued by tool results stores none).
+        Idempotent: calling it again after an attempt that committed (its answer lost to a timeout) finds
+        its own request marker and returns."""
+        message = [] if user_message is None else [Put(it.message_to_item(user_message), Condition.of(not_exists(PK)))]
         ops: list[WriteOp] = [
             Put(
                 {**it.request_key(chat.chat_id, run.request_id), "runId": run.run_id},
                 Condition.of(not_exists(PK)),
             ),
-            self._lease_op(chat, run, lease_ms, add_messages=1, plan=plan),
-            Put(it.message_to_item(user_message), Condition.of(not_exists(PK))),
+            self._lease_op(chat, run, lease_ms, add_messages=len(message), plan=plan),
+            *message,
             Put(it.run_to_item(run), Condition.of(not_exists(PK))),
             self._pointer_put(run),
         ]

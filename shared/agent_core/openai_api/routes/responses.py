@@ -22,7 +22,7 @@ from agent_core.openai_api.execution import BackgroundResponses, queue_response,
 from agent_core.openai_api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from agent_core.openai_api.idempotency import IdempotencyKeys, answer_is_final, idempotency_key
 from agent_core.openai_api.items import ListQuery, list_page
-from agent_core.openai_api.plan import ResponsePlan, plan_response
+from agent_core.openai_api.plan import ResponsePlan, model_ids, plan_response
 from agent_core.openai_api.request import ResponseCreate
 from agent_core.openai_api.store import ACTIVE, ResponseRecord
 from agent_core.runtime.blocking import run_failure
@@ -231,10 +231,7 @@ async def input_items(
 
 def models_of(ctx: AppContext) -> list[dict[str, Any]]:
     """The agents (a model id naming an agent runs it) and the configured model."""
-    ids = [a.key for a in ctx.deps.agents.all()]
-    if ctx.settings.model not in ids:
-        ids.append(ctx.settings.model)
-    return [{"id": i, "object": "model", "created": 0, "owned_by": OWNER} for i in ids]
+    return [{"id": i, "object": "model", "created": 0, "owned_by": OWNER} for i in model_ids(ctx.deps)]
 
 
 @router.get("/models")
