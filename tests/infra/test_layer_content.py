@@ -53,7 +53,7 @@ def layer_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_layer_holds_every_module_but_the_local_only_ones(layer_site: Path) -> None:
     source = _modules(AGENT_CORE_DIR.parent)
-    assert LOCAL_ONLY_MODULES <= source  # every name is a real module (a renamed one would slip through)
+    assert source >= LOCAL_ONLY_MODULES  # every name is a real module (a renamed one would slip through)
     in_layer = _modules(layer_site)
     assert in_layer & LOCAL_ONLY_MODULES == set()
     assert in_layer == source - LOCAL_ONLY_MODULES
@@ -87,6 +87,10 @@ _PROBE = """
 import importlib, json, sys
 for name in sys.argv[1:]:
     importlib.import_module(name)
+from agent_core.config import get_settings
+from agent_core.context import build_context
+
+build_context(get_settings())  # what each function builds on its first request (AGENT_STORAGE=embedded is ignored)
 loaded = {n: getattr(m, "__file__", None) for n, m in sys.modules.items() if n.split(".")[0] == "agent_core"}
 print(json.dumps(loaded))
 """
@@ -99,8 +103,8 @@ def _entry_modules() -> list[str]:
 
 @pytest.mark.parametrize("playground", ["false", "true"])
 def test_every_function_imports_from_the_layer_without_a_local_only_module(layer_site: Path, playground: str) -> None:
-    """Each function's entry module imports with only the layer's agent_core on the path (as on Lambda, where the
-    local-only modules do not exist), the chat function with its playground page on and off."""
+    """Each function's entry module imports, and the context each builds, with only the layer's agent_core on the path
+    (as on Lambda, where the local-only modules do not exist), the chat function with its playground page on and off."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_", "AWS_"))}
     env |= {
         "PYTHONPATH": f"{layer_site}{os.pathsep}{REPO_ROOT}",  # the layer first, then the function code
@@ -109,6 +113,7 @@ def test_every_function_imports_from_the_layer_without_a_local_only_module(layer
         "AGENT_TABLE_NAME": "agent-core",
         "AGENT_DATA_BUCKET": "agent-core-data",
         "AGENT_LLM_PROVIDER": "offline",
+        "AGENT_STORAGE": "embedded",  # Lambda always uses AWS: the composition root must not open SQLite
         "AGENT_DATA_TOKEN_SECRET": "test-secret",
         "AGENT_PLAYGROUND_ENABLED": playground,
         "POWERTOOLS_TRACE_DISABLED": "1",
