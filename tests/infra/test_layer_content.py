@@ -35,7 +35,7 @@ LOCAL_ONLY_MODULES = {
 LOCAL_ONLY_CONTRACT = "Lambda code does not import local-only modules"
 
 
-def _modules(package_parent: Path) -> set[str]:
+def agent_core_modules(package_parent: Path) -> set[str]:
     """Dotted names of the agent_core modules under `package_parent`."""
     names = set()
     for path in (package_parent / "agent_core").rglob("*.py"):
@@ -52,9 +52,9 @@ def layer_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_layer_holds_every_module_but_the_local_only_ones(layer_site: Path) -> None:
-    source = _modules(AGENT_CORE_DIR.parent)
+    source = agent_core_modules(AGENT_CORE_DIR.parent)
     assert source >= LOCAL_ONLY_MODULES  # every name is a real module (a renamed one would slip through)
-    in_layer = _modules(layer_site)
+    in_layer = agent_core_modules(layer_site)
     assert in_layer & LOCAL_ONLY_MODULES == set()
     assert in_layer == source - LOCAL_ONLY_MODULES
     assert not list(layer_site.rglob("__pycache__"))
