@@ -12,7 +12,7 @@ import json
 import re
 import sqlite3
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from agent_core.store.sqlite_db import SqliteDatabase
 from agent_core.store.sqlite_jobs import SqliteJobJournal
 from agent_core.store.sqlite_table import SqliteTable
 from tests.support.local_server import local_server
+from tests.support.sse import aiter_events
 
 CHATS, TURNS, USERS, RACERS = 50, 3, 5, 10
 ASK = 'ask me to pick "tea" or "coffee"'
@@ -45,15 +46,9 @@ async def _turn(client: httpx.AsyncClient, user: str, chat_id: str, message: str
     body = {"message": message, "chatId": chat_id}
     async with client.stream("POST", "/api/ap/query", json=body, headers=_auth(user)) as response:
         assert response.status_code == 200, await response.aread()
-        events = [e async for e in _aiter_events(response)]
+        events = [e async for e in aiter_events(response)]
     assert events[-1]["type"] == "run.complete", events[-1]
     return events
-
-
-async def _aiter_events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    async for line in response.aiter_lines():
-        if line.startswith("data: "):
-            yield json.loads(line[len("data: ") :])
 
 
 async def _messages(client: httpx.AsyncClient, user: str, chat_id: str) -> list[dict[str, Any]]:
@@ -97,7 +92,7 @@ async def _racing_turns(client: httpx.AsyncClient) -> None:
                 assert response.status_code == 409 and "run_in_progress" in error, error
                 return 409
             events: list[dict[str, Any]] = []
-            async for event in _aiter_events(response):
+            async for event in aiter_events(response):
                 events.append(event)
                 if event["type"] == "tool.end" and not waiting.is_set():
                     held.update(runId=event["runId"], toolId=event["toolId"], racer=n)
