@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import sqlite3
 from collections import Counter
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from agent_core.store.embedded import DATABASE_FILE
 from agent_core.store.sqlite_db import SqliteDatabase
 from agent_core.store.sqlite_jobs import SqliteJobJournal
 from agent_core.store.sqlite_table import SqliteTable
+from tests.support.links import unsigned
 from tests.support.local_server import local_server
 from tests.support.sse import aiter_events
 
@@ -137,7 +137,7 @@ def _journal_empty(data_dir: Path) -> bool:
 
 def _unsigned(value: Any) -> Any:
     """`value` with every data link's read token blanked (tokens carry the time they were signed)."""
-    return json.loads(re.sub(r"([?&]t=)[^\\\"&\s)\]]+", r"\1<token>", json.dumps(value)))
+    return json.loads(unsigned(json.dumps(value)))
 
 
 def _has_item(data_dir: Path, key: dict[str, str]) -> bool:
