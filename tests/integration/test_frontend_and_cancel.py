@@ -22,6 +22,7 @@ from tests.support.fixtures import make_settings
 from tests.support.openai_stub import OpenAiStub, StubScript
 from tests.support.server import serve
 from tests.support.sse import query, sse_events
+from tests.support.wait import poll_until
 
 
 def _offline_context(**settings: Any) -> AppContext:
@@ -262,14 +263,14 @@ def test_a_client_disconnect_cancels_the_run_and_keeps_what_it_had(
             if event["type"] == "content.delta":
                 break
     release.set()
+
     # Then the run ends cancelled (the server saw the disconnect), with the text it had
-    terminal: dict[str, Any] = {}
-    for _ in range(200):  # bounded wait for the run to be persisted, not a timing assertion
+    def ended() -> list[dict[str, Any]]:
         replay = stub_client.get("/api/ap/chat", params={"chatId": chat_id}).json()["events"]
-        terminal = next((e for e in replay if e["type"] in ("run.cancel", "run.error", "run.complete")), {})
-        if terminal:
-            break
-        threading.Event().wait(0.05)
-    assert terminal.get("type") == "run.cancel" and terminal.get("reason") == "client_disconnected"
+        return replay if any(e["type"] in ("run.cancel", "run.error", "run.complete") for e in replay) else []
+
+    replay = poll_until(ended, "the disconnected run was stored", interval_s=0.05)
+    terminal = next(e for e in replay if e["type"] in ("run.cancel", "run.error", "run.complete"))
+    assert terminal["type"] == "run.cancel" and terminal["reason"] == "client_disconnected"
     snapshot = next(e for e in replay if e["type"] == "content.snapshot")
     assert snapshot["text"].startswith("d0")

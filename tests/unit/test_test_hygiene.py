@@ -23,8 +23,15 @@ ALLOWED = {
 
 
 def _sleep_call(node: ast.Call) -> str | None:
-    """`time.sleep` / `asyncio.sleep` / a bare imported `sleep`, by how the call names it."""
+    """`time.sleep` / `asyncio.sleep` / a bare imported `sleep`, by how the call names it, or a sleep in
+    disguise: `wait` on an event made for the call (`threading.Event().wait(0.05)`), which nothing sets."""
     func = node.func
+    if isinstance(func, ast.Attribute) and func.attr == "wait" and isinstance(func.value, ast.Call):
+        made = func.value.func
+        if (isinstance(made, ast.Attribute) and made.attr == "Event") or (
+            isinstance(made, ast.Name) and made.id == "Event"
+        ):
+            return "Event().wait"
     if isinstance(func, ast.Attribute) and func.attr == "sleep" and isinstance(func.value, ast.Name):
         return f"{func.value.id}.sleep" if func.value.id in ("time", "asyncio") else None
     if isinstance(func, ast.Name) and func.id == "sleep":
@@ -33,7 +40,7 @@ def _sleep_call(node: ast.Call) -> str | None:
 
 
 def _constant_seconds(node: ast.Call) -> bool:
-    args = list(node.args) + [k.value for k in node.keywords if k.arg in ("delay", "seconds", "secs")]
+    args = list(node.args) + [k.value for k in node.keywords if k.arg in ("delay", "seconds", "secs", "timeout")]
     return len(args) >= 1 and isinstance(args[0], ast.Constant) and isinstance(args[0].value, int | float)
 
 
@@ -65,7 +72,7 @@ def test_no_test_synchronises_by_sleeping() -> None:
 
 def test_the_scan_finds_each_kind_of_fixed_sleep_and_spares_waits_on_something() -> None:
     source = """
-import asyncio, time
+import asyncio, threading, time
 from time import sleep
 
 async def a(seconds, event):
@@ -76,6 +83,8 @@ async def a(seconds, event):
     sleep(2)
     await asyncio.sleep(seconds)  # an injected or computed delay: not a fixed one
     await asyncio.wait_for(event.wait(), 10)
+    threading.Event().wait(0.05)
+    event.wait(timeout=5)  # a bounded wait on an event something sets
 
 def poll_until():
     time.sleep(0.01)
@@ -86,6 +95,9 @@ def poll_until():
         "x.py:8: asyncio.sleep(delay=1)",
         "x.py:9: time.sleep(0.1)",
         "x.py:10: sleep(2)",
-        "x.py:15: time.sleep(0.01)",
+        "x.py:13: threading.Event().wait(0.05)",
+        "x.py:17: time.sleep(0.01)",
     ]
-    assert offences(source, "support/wait.py")[-1] == "support/wait.py:10: sleep(2)"  # the helper's own is allowed
+    assert (
+        offences(source, "support/wait.py")[-1] == "support/wait.py:13: threading.Event().wait(0.05)"
+    )  # the helper's own is allowed
