@@ -26,6 +26,7 @@ from agent_core.store.sqlite_table import SqliteTable
 from tests.support.links import unsigned
 from tests.support.local_server import local_server
 from tests.support.sse import aiter_events
+from tests.support.wait import apoll_until
 
 CHATS, TURNS, USERS, RACERS = 50, 3, 5, 10
 ASK = 'ask me to pick "tea" or "coffee"'
@@ -123,11 +124,12 @@ async def test_fifty_chats_at_once_and_ten_racing_turns_lose_and_duplicate_nothi
 
 
 async def _wait_for(predicate: Callable[[], bool], what: str) -> None:
-    for _ in range(600):  # a bounded wait for background work, not a timing assertion
-        if predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"never happened: {what}")
+    """A bounded wait for the server's background work (another process) to show in its database."""
+
+    async def holds() -> bool:
+        return predicate()
+
+    await apoll_until(holds, what, interval_s=0.05)
 
 
 def _journal_empty(data_dir: Path) -> bool:
