@@ -130,10 +130,38 @@ class FlakyBatchClient:
 async def test_enqueue_many_retries_only_failed_entries_then_raises() -> None:
     client = FlakyBatchClient()
     jobs: list[Job] = [_compact("c_a"), _compact("c_b"), DailySummaryJob(user_id="u1", date="2026-01-08")]
+    pauses: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        pauses.append(seconds)  # the pause asked for; no real waiting in tests
+
     with pytest.raises(EnqueueError) as raised:
-        await SqsWorkQueue("https://sqs.example/q", lambda: client, retry_base_s=0.0).enqueue_many(jobs)
+        await SqsWorkQueue("https://sqs.example/q", lambda: client, sleep=sleep).enqueue_many(jobs)
     assert client.attempts == [["0", "1", "2"], ["1"]]  # the server-side failure retried alone, once
     assert raised.value.failures == [("daily_summary", "InvalidParameterValue")]
+    assert pauses == [0.1]  # one pause, the first step
+
+
+async def test_enqueue_many_gives_up_on_entries_failing_every_send() -> None:
+    class AlwaysFailing:
+        def __init__(self) -> None:
+            self.sends = 0
+
+        def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+            self.sends += 1
+            return {"Successful": [], "Failed": [{"Id": e["Id"], "SenderFault": False, "Code": "x"} for e in Entries]}
+
+    client = AlwaysFailing()
+    pauses: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+
+    with pytest.raises(EnqueueError) as raised:
+        await SqsWorkQueue("https://sqs.example/q", lambda: client, sleep=sleep).enqueue_many([_compact("c_a")])
+    # Four sends in all, 0.1, 0.2 and 0.4 s apart (no jitter), then the job is reported unsent
+    assert client.sends == 4 and pauses == [0.1, 0.2, 0.4]
+    assert raised.value.failures == [("compact", "retries_exhausted")]
 
 
 # --- process_batch --------------------------------------------------------------------------------
