@@ -188,8 +188,9 @@ class Settings(BaseSettings):
         "",
         alias="AGENT_DATA_TOKEN_SECRET",
         repr=False,
-        description="The key signing data links (a secret: never logged); empty: the secret below, else one "
-        "generated per process",
+        description="The key signing data links (a secret: never logged; at least 32 bytes, else PyJWT warns on "
+        "each use); empty: the secret below, else (embedded storage) one generated once and kept in AGENT_DATA_DIR "
+        "(`data-link.key`, mode 0600), else one per process",
     )
     data_token_secret_name: str = Field(
         "",
@@ -376,13 +377,18 @@ class Settings(BaseSettings):
         return os.environ
 
     def data_token_key(self) -> str:
-        """The data-token key: the value, else the Secrets Manager secret, else one generated per process."""
+        """The data-token key: the value, else the Secrets Manager secret, else the one kept in the embedded
+        store's data directory (links survive a restart), else one generated per process (memory storage)."""
         if self.data_token_secret:
             return self.data_token_secret
         if self.data_token_secret_name:
             from agent_core.secrets import read_secret
 
             return read_secret(self.data_token_secret_name, ("secret", "key", "value"))
+        if self.effective_storage == "embedded":
+            from agent_core.store.link_key import data_link_key
+
+            return data_link_key(self.data_dir)
         return _generated_secret()
 
 

@@ -12,6 +12,7 @@ from agent_core.runtime.agents import AgentCatalog
 from agent_core.runtime.cancel import CancelRegistry
 from agent_core.store.base import Store
 from agent_core.store.blob import BlobStore
+from agent_core.tools.data_links import DataLinks
 from agent_core.tools.mcp import McpCatalog
 from agent_core.tools.service import ToolService
 
@@ -27,3 +28,14 @@ class RunDeps:
     blobs: BlobStore | None = None
     cancels: CancelRegistry = field(default_factory=CancelRegistry)
     mcp: McpCatalog | None = None
+    links: DataLinks | None = None  # data-file links; built from `settings` unless given (a test's clock)
+
+    def __post_init__(self) -> None:
+        if self.links is None:
+            self.links = DataLinks(self.settings)
+
+    @property
+    def data_links(self) -> DataLinks:
+        """The data-file links: signed when written and again whenever stored parts are read back."""
+        assert self.links is not None  # set by __post_init__
+        return self.links

@@ -144,6 +144,32 @@ def test_data_serves_the_signed_link_the_owner_and_refuses_others(stack: Deploye
     assert traversal["statusCode"] == 400
 
 
+def _claims(link: str) -> dict[str, Any]:
+    body = dict(parse_qsl(urlsplit(link).query))["t"].split(".")[1]
+    claims: dict[str, Any] = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    return claims
+
+
+def test_replay_signs_the_stored_link_afresh_with_the_secret_key(stack: DeployedStack, saved: dict[str, Any]) -> None:
+    # The chat function signs the replayed link (the Secrets Manager key); the data function accepts it
+    chat = stack.function("chat")
+    replay = chat.invoke(rest_v1_event("GET", "/api/ap/chat", None, ALICE, {"chatId": saved["cid"]}))
+    assert replay["statusCode"] == 200, replay
+    [result] = [e["result"] for e in _json(replay)["events"] if e["type"] == "tool.result"]
+    link = result["url"]
+    assert "/prod/api/ap/data?" in link and _claims(link)["exp"] >= _claims(saved["link"])["exp"]
+    opened = _data(stack, dict(parse_qsl(urlsplit(link).query)), rest=False)  # the link alone: no user header
+    assert opened["statusCode"] == 200 and function_url_body(opened) == CSV.encode(), opened
+
+
+def test_data_shows_a_browser_a_page_for_a_refused_link(stack: DeployedStack, saved: dict[str, Any]) -> None:
+    query = _link_query(saved)
+    forged = {"file": query["file"], "t": query["t"][:-4] + "AAAA"}
+    page = _data(stack, forged, {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}, rest=True)
+    assert page["statusCode"] == 403 and page["headers"]["content-type"].startswith("text/html"), page
+    assert "This link is not valid" in page["body"]
+
+
 def test_data_redirects_a_large_file_to_a_presigned_url(stack: DeployedStack, saved: dict[str, Any]) -> None:
     big = b"x" * (4 * 1024 * 1024 + 1)
     bucket = stack.resource("StorageDataBucket")

@@ -90,6 +90,34 @@ def test_v1_responses_streams_the_event_grammar(stack: DeployedStack) -> None:
     assert [(t, validate_stream_event(e)) for t, e in zip(types, events, strict=True)] == [(t, []) for t in types]
 
 
+def test_a_retried_first_message_and_a_retried_response_run_once(stack: DeployedStack) -> None:
+    # The conditional writes keyed on (user, requestId) and (user, Idempotency-Key), with the deployed role
+    stream = stack.function("stream")
+    stack.llm.enqueue(StubScript.text("Only once."))
+    before = len(stack.llm.requests)
+    query = {"message": "first words", "requestId": "deployed-first-1"}
+    chats = []
+    for _ in range(2):
+        response = stream.invoke_streaming(http_v2_event("POST", "/api/ap/query", query, DAVE))
+        assert response.status == 200
+        events = list(response.sse_events())
+        assert events[-1]["type"] == "run.complete", events
+        chats.append({e["chatId"] for e in events if "chatId" in e})
+    assert chats[0] == chats[1] and len(chats[0]) == 1
+    stack.llm.enqueue(StubScript.text("Also once."))
+    body = {"model": "main-agent", "input": "Count", "stream": True}
+    headers = {**DAVE, "idempotency-key": "deployed-key-1"}
+    ids = []
+    for _ in range(2):
+        response = stream.invoke_streaming(http_v2_event("POST", "/v1/responses", body, headers))
+        assert response.status == 200
+        events = list(response.sse_events())
+        assert events[-1]["type"] == "response.completed", events
+        ids.append(events[-1]["response"]["id"])
+    assert ids[0] == ids[1]
+    assert len(stack.llm.requests) == before + 2  # one model call per request, none for the retries
+
+
 def test_v1_chat_completions_streams_chunks_then_done(stack: DeployedStack) -> None:
     stack.llm.enqueue(StubScript.text("One ", "two."))
     body = {
@@ -100,7 +128,7 @@ def test_v1_chat_completions_streams_chunks_then_done(stack: DeployedStack) -> N
     }
     response = stack.function("stream").invoke_streaming(http_v2_event("POST", "/v1/chat/completions", body, DAVE))
     assert response.status == 200 and response.headers["content-type"].startswith("text/event-stream")
-    data = [line[6:] for line in response.iter_lines() if line.startswith("data: ")]
+    data = list(response.sse_data())
     assert data[-1] == "[DONE]", data
     chunks = [ChatCompletionChunk.model_validate_json(d) for d in data[:-1]]
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "One two."
@@ -138,7 +166,7 @@ def test_iam_mode_serves_the_signed_caller_behind_the_web_adapter(stack: Deploye
 
 
 def _data_lines(response: Any) -> list[str]:
-    return [line[6:] for line in response.iter_lines() if line.startswith("data: ")]
+    return list(response.sse_data())
 
 
 def test_the_vercel_ui_message_stream_streams_parts_then_done(stack: DeployedStack) -> None:

@@ -188,10 +188,10 @@ def test_port_0_serves_on_a_free_port_and_the_banner_names_it() -> None:
     import re
     import sys
     import tempfile
-    import time
+
+    from tests.support.wait import accepts, poll_until
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_", "AWS_"))}
-    status = 0
     with tempfile.TemporaryDirectory() as data:
         process = subprocess.Popen(
             [sys.executable, "-m", "agent_core.cli", "serve", "--port", "0"],
@@ -204,12 +204,8 @@ def test_port_0_serves_on_a_free_port_and_the_banner_names_it() -> None:
             assert process.stdout is not None
             found = re.match(r"agent-core listening on (http://127\.0\.0\.1:(\d+)) ", process.stdout.readline())
             assert found is not None and int(found.group(2)) > 0
-            for _ in range(400):  # bounded wait for the socket to accept, not a timing assertion
-                try:
-                    status, _ = _call(found.group(1), "GET", "/api/ap/agents")
-                    break
-                except urllib.error.URLError:
-                    time.sleep(0.05)
+            poll_until(lambda: accepts(int(found.group(2))), "the announced port accepts connections")
+            status, _ = _call(found.group(1), "GET", "/api/ap/agents")
             assert status == 200
         finally:
             process.terminate()

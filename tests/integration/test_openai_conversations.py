@@ -64,7 +64,28 @@ def test_models_are_the_agents_and_the_configured_model(
 ) -> None:
     ids = [m.id for m in client.models.list().data]
     assert "main-agent" in ids and context.settings.model in ids
-    # A model name runs the default agent with that model
+    # The configured model runs the default agent with that model
     openai_stub.enqueue(StubScript.text("ok"))
-    response = client.responses.create(model="my-llm-7b", input="hi")
-    assert response.model == "my-llm-7b" and openai_stub.requests[-1]["model"] == "my-llm-7b"
+    model = context.settings.model
+    response = client.responses.create(model=model, input="hi")
+    assert response.model == model and openai_stub.requests[-1]["model"] == model
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_unknown_model_is_model_not_found_as_on_chat_completions(
+    client: openai.OpenAI, openai_stub: OpenAiStub, stream: bool
+) -> None:
+    assert "my-llm-7b" not in [m.id for m in client.models.list().data]
+    with pytest.raises(openai.NotFoundError) as responses:
+        client.responses.create(model="my-llm-7b", input="hi", stream=stream)
+    with pytest.raises(openai.NotFoundError) as completions:
+        client.chat.completions.create(model="my-llm-7b", messages=[{"role": "user", "content": "hi"}], stream=stream)
+    for error in (responses.value, completions.value):
+        assert error.status_code == 404 and error.code == "model_not_found"
+        assert error.body == {  # OpenAI's error shape (the SDK hands over the `error` object)
+            "message": "model 'my-llm-7b' not found",
+            "type": "invalid_request_error",
+            "param": "model",
+            "code": "model_not_found",
+        }
+    assert openai_stub.requests == []

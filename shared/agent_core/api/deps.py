@@ -10,10 +10,18 @@ from fastapi import Request
 from agent_core.api.auth import resolve_user
 from agent_core.api.gateway import public_base_url
 from agent_core.context import AppContext
-from agent_core.errors import InvalidRequest
+from agent_core.errors import AgentError, InvalidRequest
 from agent_core.memory.calendar import valid_zone
 
 _lock = threading.Lock()
+
+
+class ClockOverrideDisabled(AgentError):
+    """`X-Agent-Now` sent to a dev-stage server started without AGENT_ALLOW_CLOCK_OVERRIDE (400)."""
+
+    code = "clock_override_disabled"
+    status = 400
+    type = "invalid_request_error"
 
 
 def app_context(request: Request) -> AppContext:
@@ -34,11 +42,19 @@ async def current_user(request: Request) -> str:
 
 def request_now(request: Request) -> datetime | None:
     """`X-Agent-Now` sets "now" for this request (the turn's, a job's): only with AGENT_ALLOW_CLOCK_OVERRIDE in
-    the dev stage, never in Lambda. It never applies to data-token expiry or run leases (wall clock only)."""
+    the dev stage, never in Lambda. It never applies to data-token expiry or run leases (wall clock only).
+
+    In the dev stage without the setting the header is refused (400 `clock_override_disabled`), so a walkthrough
+    run against the wrong server fails loudly; outside dev it is ignored (never honoured, nothing revealed)."""
     value = request.headers.get("x-agent-now")
     settings = app_context(request).settings
-    if not value or not (settings.allow_clock_override and settings.dev_features):
+    if value is None or not settings.dev_features:
         return None
+    if not settings.allow_clock_override:
+        raise ClockOverrideDisabled(
+            "X-Agent-Now is honoured only when the server runs with AGENT_ALLOW_CLOCK_OVERRIDE=true",
+            param="X-Agent-Now",
+        )
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError as exc:

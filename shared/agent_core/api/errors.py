@@ -65,6 +65,9 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
         )
     elif kind == "json_invalid":
         message, param = "request body is not valid JSON", "body"
+    elif kind == "extra_forbidden":
+        code, param = "unknown_field", _param(loc)
+        message = f"unknown field {param!r} (field names are camelCase, e.g. chatId)"
     else:
         param = _param(loc)
         message = f"{param or 'request'}: {first.get('msg', 'invalid value')}"

@@ -20,11 +20,23 @@ class Body(BaseModel):
     model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="ignore")
 
 
+class RequestBody(Body):
+    """A native route's request body: an unknown top-level field (a typo such as `chatid`) is refused with 422
+    `unknown_field` naming it, instead of being ignored. The OpenAI, AG-UI and UI-stream wires keep their own
+    tolerance (their clients send extra fields legitimately)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# A chat id a client names: never empty (`"chatId": ""` is refused, as `?chatId=` is; omit it for a new chat).
+ChatId = Annotated[str, Field(min_length=1, max_length=64)]
+
+
 def iso(ms: int) -> str:
     return from_ms(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-class CreateConversation(Body):
+class CreateConversation(RequestBody):
     title: str = Field("", max_length=200)
 
 
@@ -84,7 +96,7 @@ class MessageList(Body):
     next_cursor: str | None
 
 
-class ChatIn(Body):
+class ChatIn(RequestBody):
     message: str
     model: str | None = Field(None, max_length=200)
     request_id: str | None = Field(None, max_length=128, pattern=r"^[A-Za-z0-9._:\-]+$")

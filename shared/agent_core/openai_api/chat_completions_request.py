@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_core.errors import InvalidRequest
-from agent_core.openai_api.request import FunctionToolParam, ResponseCreate, ToolChoiceFunction
+from agent_core.openai_api.request import FunctionToolParam, ResponseCreate, ToolChoiceFunction, response_request
 
 _MESSAGE_ROLES = frozenset({"system", "developer", "user", "assistant"})
 # Parameters this server cannot honour: sent with a non-default value they are refused (400), never ignored.
@@ -170,7 +170,7 @@ def as_response_request(body: ChatCompletionCreate) -> ResponseCreate:
         )
         for t in body.tools
     ]
-    return ResponseCreate(
+    return response_request(
         model=body.model,
         input=_input_items(body.messages),
         tools=tools,

@@ -18,7 +18,7 @@ from agent_core.domain.ids import now_ms
 from agent_core.domain.models import Chat, Role
 from agent_core.errors import AgentError
 from agent_core.openai_api.plan import open_turn, plan_response
-from agent_core.openai_api.request import FunctionToolParam, ResponseCreate, check_outputs
+from agent_core.openai_api.request import FunctionToolParam, check_outputs, response_request
 from agent_core.openai_api.store import ResponseStore
 from agent_core.runtime.turn import PreparedTurn, chat_name
 
@@ -80,10 +80,10 @@ async def _start(
     now: datetime | None,
     public_base_url: str,
 ) -> PreparedTurn:
+    body = response_request(input=input_items, tools=tools or [], store=True)  # 4xx before any read
     chat_id = client_chat_id(user_id, client_id)
     chat = await deps.store.get_chat(chat_id, user_id)
-    key = chat.agent_key if chat is not None else deps.agents.get(agent_key).key
-    body = ResponseCreate(model=key, input=input_items, tools=tools or [], store=True)
+    body.model = chat.agent_key if chat is not None else deps.agents.get(agent_key).key
     plan = await plan_response(deps, responses, body, user_id, now=now, public_base_url=public_base_url)
     if tools or plan.parsed.outputs:
         # The calls the last run handed to the client are answered exactly (as /v1/responses requires).

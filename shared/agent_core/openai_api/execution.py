@@ -116,7 +116,7 @@ async def start_response(plan: ResponsePlan, responses: ResponseStore) -> Respon
         except BaseException as exc:  # the lease is taken: free it (it would hold the chat until it expires)
             code = exc.code if isinstance(exc, AgentError) else "internal_error"
             message, at = "the response could not start", prepared.clock_ms()
-            release = release_failed_run(plan.deps, prepared.run, code, message, at, prepared.request.message)
+            release = release_failed_run(plan.deps, prepared.run, code, message, at, prepared.request.stored_message)
             await asyncio.shield(release)
             raise
     return ResponseRun(plan, prepared, _encoder(plan, chat_id), responses if record else None, record)

@@ -7,7 +7,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from agent_core.domain.models import Kind, Message, Role, ToolCall
-from agent_core.openai_api.request import CONTINUE_MESSAGE
 
 Wire = dict[str, Any]
 
@@ -36,13 +35,13 @@ def _call(call: ToolCall, owner: Message, result: Message | None, server_label: 
 
 
 def conversation_items(messages: list[Message], server_label: str = "agent") -> list[Wire]:
-    """A chat's messages (oldest first) as conversation items; summaries and continuation markers left out."""
+    """A chat's messages (oldest first) as conversation items; summaries left out."""
     normal = [m for m in messages if m.kind == Kind.NORMAL]
     results = {m.tool_call_id: m for m in normal if m.role == Role.TOOL and m.tool_call_id}
     owners = {call.id: m for m in normal if m.role == Role.ASSISTANT for call in m.tool_calls}
     items: list[Wire] = []
     for message in normal:
-        if message.role == Role.USER and message.content != CONTINUE_MESSAGE:
+        if message.role == Role.USER:
             items.append(_message(message, "user", "input_text"))
         elif message.role == Role.SYSTEM:
             items.append(_message(message, "system", "input_text"))

@@ -18,13 +18,13 @@ from agent_core.errors import AgentError, InvalidRequest, NotFound, RunInProgres
 from agent_core.openai_api.aggregate import response_object
 from agent_core.openai_api.client_tools import TunedLlm, client_tool, responses_agent, with_client_tools
 from agent_core.openai_api.request import (
-    CONTINUE_MESSAGE,
     InputMessage,
     ParsedInput,
     ResponseCreate,
     check_limits,
     check_outputs,
     check_rules,
+    check_self_contained,
     parse_input,
     pending_calls,
 )
@@ -93,8 +93,22 @@ class ResponsePlan:
         )
 
 
+def model_ids(deps: RunDeps) -> list[str]:
+    """The models a request may name (GET /v1/models): the agents, and the configured model."""
+    ids = [a.key for a in deps.agents.all()]
+    if deps.settings.model not in ids:
+        ids.append(deps.settings.model)
+    return ids
+
+
+def check_model(deps: RunDeps, model: str | None) -> None:
+    """404 `model_not_found` for a model that is neither an agent nor the configured model (None: the default)."""
+    if model is not None and model not in model_ids(deps):
+        raise NotFound(f"model {model!r} not found", param="model", code="model_not_found")
+
+
 def _agent(deps: RunDeps, model: str | None, chat: Chat | None) -> tuple[AgentDefinition, str | None]:
-    """`model` names an agent, or a model the chat's agent (else the default agent) runs with."""
+    """`model` names an agent, or the configured model the chat's agent (else the default agent) runs with."""
     keys = {a.key for a in deps.agents.all()}
     if model in keys:
         return deps.agents.get(model), None
@@ -128,9 +142,12 @@ async def plan_response(
     s = deps.settings
     check_limits(body, max_items=s.max_input_items, max_instructions_bytes=s.max_instructions_bytes)
     check_rules(body)
+    check_model(deps, body.model)
     response_id = response_id or new_response_id()
     parsed = parse_input(body.input, response_id.removeprefix("resp_"), s.max_message_bytes)
     parsed.split()
+    if not body.stored:
+        check_self_contained(parsed)
     previous = None
     if body.previous_response_id:
         previous = await responses.get(body.previous_response_id, user_id)
@@ -190,18 +207,20 @@ def to_message(spec: InputMessage, chat_id: str, at: int) -> Message:
 async def open_turn(plan: ResponsePlan) -> PreparedTurn:
     """Write the input's history into the chat and take the chat's lease with the turn's first message.
 
-    A turn continued only by function outputs writes them as history and starts with CONTINUE_MESSAGE:
-    prepare_turn always writes a USER message (see the reply for the hook that would avoid it).
+    A turn continued only by function outputs writes them as history and stores no USER message: the
+    model is called with the outputs last (`TurnRequest.continuation`).
     """
     deps, chat = plan.deps, plan.chat
     prior, trigger = plan.parsed.split()
-    message = trigger.content if trigger.role == Role.USER else CONTINUE_MESSAGE
-    history = prior if trigger.role == Role.USER else [*prior, trigger]
-    try:
-        validate_message(message, deps.settings.max_message_bytes)
-    except AgentError as error:
-        error.param = "input"
-        raise
+    continuation = trigger.role != Role.USER
+    message = "" if continuation else trigger.content
+    history = [*prior, trigger] if continuation else prior
+    if not continuation:
+        try:
+            validate_message(message, deps.settings.max_message_bytes)
+        except AgentError as error:
+            error.param = "input"
+            raise
     at = now_ms()
     if chat is not None and chat.active_run_id and (chat.lease_expires_at or 0) > at:
         raise RunInProgress("another turn is running in this conversation")
@@ -229,6 +248,7 @@ async def open_turn(plan: ResponsePlan) -> PreparedTurn:
         client_tools=plan.client_tools,
         public_base_url=plan.public_base_url,
         deadline_ms=plan.deadline_ms,
+        continuation=continuation,
     )
     prepared = await prepare_turn(deps, request)
     if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry

@@ -6,14 +6,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_core.domain.models import Role, ToolCall
 from agent_core.domain.text import utf8_size
 from agent_core.errors import InvalidRequest, PayloadTooLarge
 
-# What a turn continued only by function outputs says as its user message (see openai_api/plan.py).
-CONTINUE_MESSAGE = "(Function call outputs above. Continue.)"
 _ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM, "developer": Role.SYSTEM}
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 
@@ -45,6 +43,18 @@ class FunctionToolParam(WireModel):
             "parameters": self.parameters or {"type": "object", "properties": {}},
             "strict": self.strict,
         }
+
+
+def function_tools(tools: list[Any], param: str = "tools") -> list[FunctionToolParam]:
+    """A UI client's tools (objects with `name`, `description`, `parameters`) as function tools; an invalid
+    one is the caller's 422 naming `param`."""
+    try:
+        return [
+            FunctionToolParam(type="function", name=t.name, description=t.description, parameters=t.parameters)
+            for t in tools
+        ]
+    except ValidationError as error:
+        raise InvalidRequest(f"invalid client tool: {error.errors()[0]['msg']}", param=param) from error
 
 
 class ToolChoiceFunction(WireModel):
@@ -88,6 +98,17 @@ class ResponseCreate(WireModel):
     @property
     def client_tools(self) -> frozenset[str]:
         return frozenset(t.name for t in self.tools)
+
+
+def response_request(**fields: Any) -> ResponseCreate:
+    """The Responses request another wire's body stands for (Chat Completions, AG-UI, UI stream): a value the
+    Responses rules refuse (129 tools, a bad tool name) is the caller's 4xx, naming the field, before any work."""
+    try:
+        return ResponseCreate(**fields)
+    except ValidationError as error:
+        first = error.errors()[0]
+        param = ".".join(str(part) for part in first["loc"]) or None
+        raise InvalidRequest(f"{param or 'request'}: {first['msg']}", param=param) from error
 
 
 def check_limits(body: ResponseCreate, *, max_items: int, max_instructions_bytes: int) -> None:
@@ -275,6 +296,16 @@ def parse_input(value: str | list[dict[str, Any]], prefix: str, max_bytes: int |
 def pending_calls(output: list[dict[str, Any]]) -> list[str]:
     """call_ids of a response's function_call items: the caller owes their outputs."""
     return [str(item["call_id"]) for item in output if item.get("type") == "function_call"]
+
+
+def check_self_contained(parsed: ParsedInput) -> None:
+    """Stateless input (store:false, Chat Completions) is the whole conversation: each output answers a call
+    before it in the input (OpenAI refuses a `tool` message that follows no `tool_calls` too). Else the model
+    would be called without it, and without any user message."""
+    for message in parsed.messages:
+        if message.role == Role.TOOL and message.tool_name is None:  # no call of that id came before it
+            call_id = message.tool_call_id
+            raise InvalidRequest(f"no tool call found for function call output with call_id {call_id}", param="input")
 
 
 def check_outputs(pending: list[str], parsed: ParsedInput) -> None:

@@ -1,8 +1,9 @@
 """The Vercel AI SDK UI message stream encoder: native run events -> UI message chunks (one assistant message).
 
 SSE `data: <json>` per chunk, the response header `x-vercel-ai-ui-message-stream: v1`, and `data: [DONE]`
-last. Text and reasoning blocks keep their native ids; every tool call ran on the server, so its parts
-say `providerExecuted` and `dynamic` (the browser does not declare the agent's tools).
+last. Text and reasoning blocks keep their native ids; tool parts are `dynamic`. A call the server ran says
+`providerExecuted`; a call to one of the client's own tools does not, and gets no output here: the run ends
+(`finish` with `tool-calls`) for the browser to run it (`onToolCall`) and send its output back.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
 DONE = "[DONE]"  # the last message's data
 _FINISH = {"tool_calls": "tool-calls", "deadline": "length", "stop": "stop"}
 _SERVER = {"providerExecuted": True, "dynamic": True}
+_CLIENT = {"dynamic": True}
 
 
 def _input(arguments: str) -> Any:
@@ -50,8 +52,9 @@ def _input(arguments: str) -> Any:
 class UiStreamEncoder:
     """Stateful translation for one assistant message."""
 
-    def __init__(self, message_id: str) -> None:
+    def __init__(self, message_id: str, *, client_tools: frozenset[str] = frozenset()) -> None:
         self.message_id = message_id
+        self.client_tools = client_tools
         self._calls: dict[str, tuple[str, list[str]]] = {}  # native id -> (tool name, argument pieces)
         self.closed = False
 
@@ -77,7 +80,7 @@ class UiStreamEncoder:
                 return [{"type": "reasoning-end", "id": native}]
             case ToolStart(tool_id=native, tool_name=name) | ActionStart(action_id=native, action_name=name):
                 self._calls[native] = (name, [])
-                return [{"type": "tool-input-start", "toolCallId": native, "toolName": name, **_SERVER}]
+                return [{"type": "tool-input-start", "toolCallId": native, "toolName": name, **self._owner(name)}]
             case ToolArgs(tool_id=native, delta=delta) | ActionArgs(action_id=native, delta=delta):
                 if native not in self._calls or not delta:
                     return []
@@ -87,8 +90,8 @@ class UiStreamEncoder:
                 if native not in self._calls:
                     return []
                 name, pieces = self._calls[native]
-                available = {"toolCallId": native, "toolName": name, "input": _input("".join(pieces)), **_SERVER}
-                return [{"type": "tool-input-available", **available}]
+                available = {"toolCallId": native, "toolName": name, "input": _input("".join(pieces))}
+                return [{"type": "tool-input-available", **available, **self._owner(name)}]
             case ToolResult(tool_id=native, result=result, status=status, reason=reason):
                 return self._output(native, result, status, reason)
             case ActionResult(action_id=native, result=result):
@@ -103,6 +106,10 @@ class UiStreamEncoder:
                 self.closed = True
                 return [{"type": "error", "errorText": f"[{code}] {message}"}]
         return []
+
+    def _owner(self, name: str) -> dict[str, bool]:
+        """Who runs the call: the server (`providerExecuted`), or the browser (one of its declared tools)."""
+        return _CLIENT if name in self.client_tools else _SERVER
 
     def _output(self, native: str, result: Any, status: str, reason: str | None) -> list[Wire]:
         if self._calls.pop(native, None) is None:

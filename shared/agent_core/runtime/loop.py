@@ -101,7 +101,7 @@ class TurnRunner:
 
     @property
     def message(self) -> str:
-        return self.turn.request.message
+        return self.turn.question
 
     @property
     def client_tools(self) -> frozenset[str]:
@@ -121,7 +121,9 @@ class TurnRunner:
         self.lease.start()
         mcp_run = None
         try:
-            preamble: list[Event] = [RequestQuery(message=turn.request.message, agent_key=turn.agent.key)]
+            preamble: list[Event] = []
+            if turn.request.stored_message is not None:  # a continuation by tool results has no user message
+                preamble.append(RequestQuery(message=turn.request.stored_message, agent_key=turn.agent.key))
             if turn.created_chat:
                 preamble.append(ChatStart(chat_name=turn.chat.title))
             preamble.append(RunStart(agent_key=turn.agent.key, model=run.model))
@@ -383,6 +385,7 @@ class TurnRunner:
             frontend=self.bridge,
             memory=self.deps.store,
             public_base_url=self.turn.request.public_base_url,
+            links=self.deps.data_links,
         )
 
     async def announce(self, calls: list[ToolCall]) -> AsyncIterator[Event]:

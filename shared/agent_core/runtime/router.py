@@ -60,7 +60,7 @@ def self_made_calls(prefix: str, calls: list[tuple[str, dict[str, Any]]]) -> lis
 
 async def route_and_run(r: AgentRun, turn: PreparedTurn) -> AsyncIterator[Event]:
     mode = r.agent.mode
-    if mode == "chain":
+    if mode == "chain" or turn.request.continuation:  # tool results continue the strategy, not a new question
         async for event in STRATEGIES[mode](r):
             yield event
         return

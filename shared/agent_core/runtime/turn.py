@@ -1,4 +1,5 @@
-"""One turn: validate, take the chat's run lease with the USER message, then run the agent loop."""
+"""One turn: validate, take the chat's run lease with the USER message (none when the turn continues from
+tool results), then run the agent loop."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.interrupted import settle_interrupted_run
 from agent_core.runtime.replay import ended_unstarted
 from agent_core.store.base import DuplicateRequest, RecentMessages, SessionChanged
-from agent_core.store.retry import RetryPolicy, retrying
+from agent_core.store.retry import retry_write, write_backoff
 
 CHAT_NAME_CHARS = 30
 
@@ -52,6 +53,14 @@ class TurnRequest:
     public_base_url: str = ""
     timezone: str | None = None  # the zone the client names for this request (validated); else the profile's
     chat_param: str = "chatId"  # how the caller's API names the chat id (in a not-found error)
+    # The turn continues from the client's tool results, already stored as the history of the chat `chat_id`
+    # names: no USER message is written, the model is called with the results last, `message` is unused ('').
+    continuation: bool = False
+
+    @property
+    def stored_message(self) -> str | None:
+        """The USER message this turn stores (None for a continuation, which stores none)."""
+        return None if self.continuation else self.message
 
 
 @dataclass
@@ -74,6 +83,14 @@ class PreparedTurn:
     @property
     def now(self) -> datetime:
         return self.request.now or datetime.now(UTC)
+
+    @property
+    def question(self) -> str:
+        """The user's question: the turn's message, or for a continuation the last USER message in history."""
+        if not self.request.continuation:
+            return self.request.message
+        users = [m.content for m in self.history.items if m.role == Role.USER and m.kind == Kind.NORMAL]
+        return users[-1] if users else ""
 
     def clock_ms(self) -> int:
         """The turn's clock: its start ("now", possibly overridden) plus the real time elapsed since."""
@@ -98,7 +115,8 @@ def chat_name(message: str) -> str:
 
 
 async def _open_chat(deps: RunDeps, req: TurnRequest, at_ms: int) -> tuple[Chat, Summary | None, Profile | None, bool]:
-    if req.chat_id is None:
+    chat_id = req.chat_id
+    if chat_id is None:
         chat = Chat(
             chat_id=new_chat_id(),
             user_id=req.user_id,
@@ -107,9 +125,13 @@ async def _open_chat(deps: RunDeps, req: TurnRequest, at_ms: int) -> tuple[Chat,
             created_at=at_ms,
             last_activity_at=at_ms,
         )
-        await deps.store.create_chat(chat)
-        return chat, None, await deps.store.get_profile(req.user_id), True
-    context = await deps.store.load_turn_context(req.chat_id, req.user_id)
+        # A retried first message (same requestId) finds the chat its first attempt opened, and goes on as a
+        # retry in that chat: begin_turn's request marker then answers it (result, 409, or a rerun).
+        opened = await deps.store.create_chat(chat, request_id=req.request_id)
+        if opened.chat_id == chat.chat_id:
+            return chat, None, await deps.store.get_profile(req.user_id), True
+        chat_id = opened.chat_id
+    context = await deps.store.load_turn_context(chat_id, req.user_id)
     if context is None:
         raise NotFound("conversation not found", param=req.chat_param, code="conversation_not_found")
     return context.chat, context.summary, context.profile, False
@@ -127,7 +149,8 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
     Returns the stored result when the requestId was already answered.
     """
     s = deps.settings
-    validate_message(req.message, s.max_message_bytes)
+    if not req.continuation:
+        validate_message(req.message, s.max_message_bytes)
     at_ms = to_ms(req.now) if req.now else now_ms()
     chat, summary, profile, created = await _open_chat(deps, req, at_ms)
     agent = deps.agents.get(req.agent_key or chat.agent_key)
@@ -144,36 +167,38 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         started_at=at_ms,
         lease_at=now_ms() if req.now else None,  # the lease is on the wall clock whatever "now" says
     )
-    user_message = Message(
-        id=sortable_id(at_ms),
-        chat_id=chat.chat_id,
-        role=Role.USER,
-        content=req.message,
-        run_id=run.run_id,
-        request_id=run.request_id,
-        created_at=run.started_at,
-    )
+    user_message = None
+    if not req.continuation:
+        user_message = Message(
+            id=sortable_id(at_ms),
+            chat_id=chat.chat_id,
+            role=Role.USER,
+            content=req.message,
+            run_id=run.run_id,
+            request_id=run.request_id,
+            created_at=run.started_at,
+        )
     idle_ms = s.idle_timeout_minutes * 60_000
     plan = plan_session(chat, at_ms, tz, idle_ms, new_chat=created)
-    policy = RetryPolicy.of(s)
+    backoff = write_backoff(s)
     restarted = False
     try:
         try:
             # Retried on throttling/timeouts: begin_turn recognises its own earlier commit.
-            await retrying(
-                lambda: deps.store.begin_turn(chat, run, user_message, s.run_lease_ms, plan), policy, "begin_turn"
+            await retry_write(
+                lambda: deps.store.begin_turn(chat, run, user_message, s.run_lease_ms, plan), backoff, "begin_turn"
             )
         except SessionChanged as changed:
             # The idle job closed the session between our read and write: plan again from the new META.
             chat = changed.chat
             plan = plan_session(chat, at_ms, tz, idle_ms)
-            await retrying(
-                lambda: deps.store.begin_turn(chat, run, user_message, s.run_lease_ms, plan), policy, "begin_turn"
+            await retry_write(
+                lambda: deps.store.begin_turn(chat, run, user_message, s.run_lease_ms, plan), backoff, "begin_turn"
             )
     except ServiceUnavailable:
         # An attempt may have committed before its answer was lost: free whatever it may have taken.
         message = "the turn could not start"
-        await asyncio.shield(release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.message))
+        await asyncio.shield(release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.stored_message))
         raise
     except DuplicateRequest as duplicate:
         previous = duplicate.run
@@ -187,7 +212,9 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
             await deps.store.restart_turn(chat, previous, run, s.run_lease_ms)
         except ServiceUnavailable:
             message = "the turn could not start"
-            await asyncio.shield(release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.message))
+            await asyncio.shield(
+                release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.stored_message)
+            )
             raise
         restarted = True
     # The lease is ours from here: every way out but a returned turn releases it.
@@ -203,7 +230,7 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         await _maybe_compact(prepared)
     except BaseException as exc:
         code = exc.code if isinstance(exc, AgentError) else "internal_error"
-        await asyncio.shield(release_failed_run(deps, run, code, "the turn could not start", at_ms, req.message))
+        await asyncio.shield(release_failed_run(deps, run, code, "the turn could not start", at_ms, req.stored_message))
         raise
     return prepared
 
@@ -226,7 +253,7 @@ async def release_unstarted_turn(turn: PreparedTurn, reason: str) -> None:
     cancelled, as a disconnect mid-stream ends it, with a replay of its question; its lease is freed."""
     run = turn.run
     run.status, run.result = RunStatus.CANCELLED, None
-    await _release_run(turn.deps, run, RunCancel(reason=reason), turn.clock_ms(), turn.request.message)
+    await _release_run(turn.deps, run, RunCancel(reason=reason), turn.clock_ms(), turn.request.stored_message)
 
 
 async def _release_run(deps: RunDeps, run: Run, terminal: Event, at_ms: int, question: str | None) -> None:
@@ -234,7 +261,7 @@ async def _release_run(deps: RunDeps, run: Run, terminal: Event, at_ms: int, que
     if run.snapshot is None:
         run.snapshot = ended_unstarted(run, terminal, at_ms, question)
     try:
-        await retrying(lambda: deps.store.abandon_turn(run), RetryPolicy.of(deps.settings), "abandon_turn")
+        await retry_write(lambda: deps.store.abandon_turn(run), write_backoff(deps.settings), "abandon_turn")
     except Exception:
         logger.exception("could not release the run's lease", extra={"runId": run.run_id})
 

@@ -71,7 +71,11 @@ class DuplicateRequest(Exception):
 class ChatStore(Protocol):
     """Chats and their messages. Reads of a user's chat take the caller's userId."""
 
-    async def create_chat(self, chat: Chat) -> Chat: ...
+    async def create_chat(self, chat: Chat, request_id: str | None = None) -> Chat:
+        """Create `chat`. With the `request_id` of the message opening it, at most one chat is ever created per
+        (user, requestId): a later call with the same pair creates nothing and returns the first call's chat
+        (NotFound if that chat was deleted since)."""
+        ...
 
     async def get_chat(self, chat_id: str, user_id: str) -> Chat | None: ...
 
@@ -94,7 +98,7 @@ class TurnStore(Protocol):
     async def load_turn_context(self, chat_id: str, user_id: str) -> TurnContext | None: ...
 
     async def begin_turn(
-        self, chat: Chat, run: Run, user_message: Message, lease_ms: int, plan: SessionPlan | None = None
+        self, chat: Chat, run: Run, user_message: Message | None, lease_ms: int, plan: SessionPlan | None = None
     ) -> None: ...
 
     async def restart_turn(self, chat: Chat, previous: Run, run: Run, lease_ms: int) -> None: ...

@@ -29,8 +29,7 @@ from agent_core.domain.models import (
     Summary,
     Wait,
 )
-from agent_core.memory.calendar import shard
-from agent_core.store.schema import GSI1, GSI3, PK, SHARDS, SK, TTL_ATTRIBUTE
+from agent_core.store.schema import GSI1, GSI3, PK, SHARDS, SK, TTL_ATTRIBUTE, shard
 from agent_core.store.table import Item, Key
 
 META = "META"
@@ -91,6 +90,11 @@ def run_key(chat_id: str, run_id: str) -> Key:
 
 def request_key(chat_id: str, request_id: str) -> Key:
     return {PK: chat_pk(chat_id), SK: f"REQ#{request_id}"}
+
+
+def first_request_key(user_id: str, request_id: str) -> Key:
+    """The marker of a user's requestId that opened a new chat: at most one chat per (user, requestId)."""
+    return {PK: user_pk(user_id), SK: f"REQ#{request_id}"}
 
 
 def pointer_key(run_id: str) -> Key:

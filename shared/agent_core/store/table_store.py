@@ -19,7 +19,7 @@ from agent_core.domain.models import (
     WaitStatus,
 )
 from agent_core.domain.session_plan import DAYMARK_TTL_S, SessionPlan
-from agent_core.errors import InvalidRequest, RunInProgress, ServiceUnavailable
+from agent_core.errors import InvalidRequest, NotFound, RunInProgress, ServiceUnavailable
 from agent_core.observability import logger
 from agent_core.store import items as it
 from agent_core.store.base import (
@@ -92,9 +92,31 @@ class TableStore(HierarchyStore, Store):
     async def _restore(self, items: list[Item]) -> list[Item]:
         return items if self.spiller is None else await self.spiller.restore(items)
 
-    async def create_chat(self, chat: Chat) -> Chat:
-        await self.table.put(it.chat_to_item(chat), Condition.of(not_exists(PK)))
-        return chat
+    async def create_chat(self, chat: Chat, request_id: str | None = None) -> Chat:
+        if request_id is None:
+            await self.table.put(it.chat_to_item(chat), Condition.of(not_exists(PK)))
+            return chat
+        # The chat and its (user, requestId) marker in one conditional write: never a read, then a write.
+        marker_key = it.first_request_key(chat.user_id, request_id)
+        ops: list[WriteOp] = [
+            Put(it.chat_to_item(chat), Condition.of(not_exists(PK))),
+            Put({**marker_key, "chatId": chat.chat_id}, Condition.of(not_exists(PK))),
+        ]
+        try:
+            await self.table.transact(ops)
+            return chat
+        except TransactionFailed as failed:
+            if len(failed.reasons) < 2 or not failed.reasons[1]:
+                raise
+            marker = await self.table.get(marker_key)
+            if marker is None:  # only a marker's deletion could get here; the caller may try again
+                raise ServiceUnavailable("the chat changed while the turn began; try again") from failed
+            first = await self.get_chat(str(marker["chatId"]), chat.user_id)
+            if first is None:
+                raise NotFound(
+                    "the chat this requestId opened no longer exists", param="requestId", code="conversation_not_found"
+                ) from failed
+            return first  # this very call's chat when an earlier attempt of it committed (its answer lost)
 
     async def get_chat(self, chat_id: str, user_id: str) -> Chat | None:
         item = await self.table.get(it.meta_key(chat_id))
@@ -241,17 +263,19 @@ class TableStore(HierarchyStore, Store):
         return [Put(item, Condition.of(not_exists("doneAt")))]
 
     async def begin_turn(
-        self, chat: Chat, run: Run, user_message: Message, lease_ms: int, plan: SessionPlan | None = None
+        self, chat: Chat, run: Run, user_message: Message | None, lease_ms: int, plan: SessionPlan | None = None
     ) -> None:
-        """Take the lease with the USER message. Idempotent: calling it again after an attempt that
-        committed (its answer lost to a timeout) finds its own request marker and returns."""
+        """Take the lease with the USER message (None: a turn continued by tool results stores none).
+        Idempotent: calling it again after an attempt that committed (its answer lost to a timeout) finds
+        its own request marker and returns."""
+        message = [] if user_message is None else [Put(it.message_to_item(user_message), Condition.of(not_exists(PK)))]
         ops: list[WriteOp] = [
             Put(
                 {**it.request_key(chat.chat_id, run.request_id), "runId": run.run_id},
                 Condition.of(not_exists(PK)),
             ),
-            self._lease_op(chat, run, lease_ms, add_messages=1, plan=plan),
-            Put(it.message_to_item(user_message), Condition.of(not_exists(PK))),
+            self._lease_op(chat, run, lease_ms, add_messages=len(message), plan=plan),
+            *message,
             Put(it.run_to_item(run), Condition.of(not_exists(PK))),
             self._pointer_put(run),
         ]

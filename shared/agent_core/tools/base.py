@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from agent_core.config import Settings
 from agent_core.store.base import MemoryReader
 from agent_core.store.blob import BlobStore
+from agent_core.tools.data_links import DataLinks
 
 ToolKind = Literal["backend", "mcp", "frontend", "action"]
 
@@ -39,6 +40,7 @@ class ToolContext:
     frontend: FrontendBridge | None = None
     memory: MemoryReader | None = None  # the user's memory, read-only (the memory tools)
     public_base_url: str = ""  # where clients reach the API (no trailing slash); '' for root-relative links
+    links: DataLinks | None = None  # signs data-file links (the wall clock); None: built from `settings`
 
 
 class ToolFailure(Exception):

@@ -1,15 +1,22 @@
 // useChat's own transport and reader against POST /api/ui-stream (run by tests/integration/test_ui_stream.py).
-// Usage: node ui_chat_client.cjs <node_modules dir> <api url> <bearer token> <chat id> <user text>
+// Usage: node ui_chat_client.cjs <node_modules dir> <api url> <bearer token> <chat id> <user text> [<json>]
+// The optional JSON is {tools, messages}: the client's tools (sent with the transport's `body` option) and
+// the messages to send instead of one user message (an assistant message carrying a tool output).
 // Prints {chunks, message, error}: every chunk as the SDK parsed (and schema-checked) it, and the
 // assistant UIMessage that readUIMessageStream built from them.
 const path = require("path");
 
 async function main() {
-  const [modules, api, token, chatId, text] = process.argv.slice(2);
-  const { DefaultChatTransport, readUIMessageStream } = require(path.join(modules, "ai"));
-  const transport = new DefaultChatTransport({ api, headers: { Authorization: `Bearer ${token}` } });
-  const messages = [{ id: `u-${Date.now()}`, role: "user", parts: [{ type: "text", text }] }];
+  const [modules, api, token, chatId, text, extra] = process.argv.slice(2);
+  const options = extra ? JSON.parse(extra) : {};
+  const ai = require(path.join(modules, "ai"));
+  const { DefaultChatTransport, readUIMessageStream } = ai;
+  const body = options.tools ? { tools: options.tools } : undefined;
+  const transport = new DefaultChatTransport({ api, headers: { Authorization: `Bearer ${token}` }, body });
+  const messages = options.messages || [{ id: `u-${Date.now()}`, role: "user", parts: [{ type: "text", text }] }];
   const out = { chunks: [], message: null, error: null };
+  // What useChat's sendAutomaticallyWhen helper says of the messages sent (outputs of every client call)
+  out.complete = ai.lastAssistantMessageIsCompleteWithToolCalls({ messages });
   try {
     const stream = await transport.sendMessages({
       chatId,

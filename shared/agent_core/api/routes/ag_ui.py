@@ -14,7 +14,6 @@ from typing import Annotated, Any, cast
 
 from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
 from fastapi import APIRouter, Depends, Path, Request
-from pydantic import ValidationError
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import EventStreamResponse, error_responses
@@ -22,7 +21,7 @@ from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
 from agent_core.openai_api.client_turn import start_client_turn
-from agent_core.openai_api.request import FunctionToolParam
+from agent_core.openai_api.request import function_tools
 from agent_core.protocol.ag_ui import AgUiEncoder, event_json
 from agent_core.runtime.pending import PendingTurn
 
@@ -61,20 +60,10 @@ def _new_input(body: RunAgentInput) -> list[dict[str, Any]]:
     return items
 
 
-def _tools(body: RunAgentInput) -> list[FunctionToolParam]:
-    try:
-        return [
-            FunctionToolParam(type="function", name=t.name, description=t.description, parameters=t.parameters)
-            for t in body.tools or []
-        ]
-    except ValidationError as error:
-        raise InvalidRequest(f"invalid frontend tool: {error.errors()[0]['msg']}", param="tools") from error
-
-
 async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx: AppContext, user: str) -> EventStream:
     if not body.thread_id or len(body.thread_id) > MAX_THREAD_ID:
         raise InvalidRequest(f"threadId must have 1 to {MAX_THREAD_ID} characters", param="threadId")
-    tools = _tools(body)
+    tools = function_tools(body.tools or [])
     prepared = await start_client_turn(
         ctx.deps,
         ctx.responses,

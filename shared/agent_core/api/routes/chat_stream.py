@@ -14,7 +14,7 @@ from pydantic import Field, StrictInt
 
 from agent_core.api.deps import app_context, current_user
 from agent_core.api.openapi import EventStreamResponse, error_responses
-from agent_core.api.schemas import Body
+from agent_core.api.schemas import Body, RequestBody
 from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
 from agent_core.context import AppContext
 from agent_core.domain.models import Role
@@ -46,7 +46,7 @@ class ChainMessage(Body):
 MAX_STEPS = 50
 
 
-class ChainIn(Body):
+class ChainIn(RequestBody):
     messages: list[ChainMessage] = Field(min_length=1)  # at most AGENT_MAX_INPUT_ITEMS, each AGENT_MAX_MESSAGE_BYTES
     agent_name: str | None = Field(None, max_length=64)
     strategy: Literal["prompt", "function"] = "prompt"

@@ -87,7 +87,8 @@ async def list_messages(
     page = await ctx.deps.store.list_messages(conversation_id, user, limit, cursor)
     if page is None:
         raise _not_found()
-    return _dump(MessageList(items=[MessageOut.of(m) for m in page.items], next_cursor=page.next_cursor))
+    listing = _dump(MessageList(items=[MessageOut.of(m) for m in page.items], next_cursor=page.next_cursor))
+    return ctx.deps.data_links.refresh(listing, conversation_id)  # stored links expire: signed afresh on each read
 
 
 @router.post("/{conversation_id}/chat", responses=error_responses(400, 404, 409, 413, 502, 503, 504))
@@ -116,7 +117,7 @@ async def chat(
     finally:
         # Nothing runs after a Lambda response: background work overlaps the turn, then is awaited.
         await ctx.before_response()
-    return _dump(
+    answer = _dump(
         ChatOut(
             request_id=result.request_id,
             assistant_message=result.assistant_message,
@@ -124,3 +125,4 @@ async def chat(
             finish_reason=result.finish_reason,
         )
     )
+    return ctx.deps.data_links.refresh(answer, conversation_id)  # a retried request's stored result: fresh links

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
-from typing import cast
+import html
+from typing import Any, cast
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 
 from agent_core.api.deps import app_context, current_user
 from agent_core.api.openapi import error_responses
@@ -15,7 +15,7 @@ from agent_core.errors import AgentError, NotFound
 from agent_core.store.blob import BlobStore
 from agent_core.store.disposition import content_disposition
 from agent_core.tools.data_path import data_file, data_key, normalize_data_path
-from agent_core.tools.data_token import DataTokenError, verify_data_token
+from agent_core.tools.data_token import TOKEN_EXPIRED, DataTokenError
 
 INLINE_MAX_BYTES = 4 * 1024 * 1024
 PRESIGN_TTL_S = 60
@@ -30,6 +30,13 @@ router = APIRouter(prefix="/api/ap", tags=["data"])
 
 _FILE = {"content": {"*/*": {"schema": {"type": "string", "format": "binary"}}}, "description": "The file"}
 _REDIRECT = {"description": "Large files: a short-lived S3 link"}
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: _FILE,
+    302: _REDIRECT,
+    **error_responses(400, 401, 403, 404, 422, 503),
+}
+# A browser (Accept: text/html) is shown a refused link as a small page instead of the JSON error.
+_RESPONSES[403]["content"] = {**_RESPONSES[403]["content"], "text/html": {"schema": {"type": "string"}}}
 
 
 class DataTokenRejected(AgentError):
@@ -60,12 +67,35 @@ def _not_found() -> NotFound:
     return NotFound("file not found", param="file")
 
 
+def _wants_html(request: Request) -> bool:
+    """A browser opening a link (it asks for text/html first); API clients get the JSON error."""
+    accept = request.headers.get("accept", "").lower()
+    return accept.split(",", 1)[0].split(";", 1)[0].strip() == "text/html"
+
+
+def refused_page(error: DataTokenRejected, file: str) -> HTMLResponse:
+    """The small page a browser shows for a refused link: what happened and what to do, every value escaped."""
+    expired = (error.data or {}).get("errorCode") == TOKEN_EXPIRED
+    title = "This link has expired" if expired else "This link is not valid"
+    body = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title></head><body>"
+        f"<h1>{html.escape(title)}</h1>"
+        f"<p>The link to <code>{html.escape(file)}</code> cannot be used any more.</p>"
+        "<p>Reopen the chat it came from: it shows a fresh link to the same file.</p>"
+        f"<p><small>{html.escape(error.code)}: {html.escape(str((error.data or {}).get('errorCode', '')))}</small></p>"
+        "</body></html>"
+    )
+    headers = {**_SAFE_HEADERS, "Content-Security-Policy": "default-src 'none'"}
+    return HTMLResponse(body, status_code=error.status, headers=headers)
+
+
 async def _authorise(request: Request, settings: Settings, chat_id: str, file: str, token: str | None) -> None:
     """A valid token is the authorisation; without one, the caller must own the chat (else 404)."""
     if token and settings.data_token_validation_enabled:
         try:
             # Always the wall clock: X-Agent-Now never revives an expired link.
-            verify_data_token(settings.data_token_key(), token, chat_id, file, time.time())
+            app_context(request).deps.data_links.verify(token, chat_id, file)
         except DataTokenError as exc:
             raise DataTokenRejected(
                 f"data token refused: {exc}", param="t", data={"errorCode": exc.error_code}
@@ -79,7 +109,7 @@ async def _authorise(request: Request, settings: Settings, chat_id: str, file: s
 @router.get(
     "/data",
     response_class=Response,
-    responses={200: _FILE, 302: _REDIRECT, **error_responses(400, 401, 403, 404, 422, 503)},
+    responses=_RESPONSES,
 )
 async def get_data(
     request: Request,
@@ -87,10 +117,17 @@ async def get_data(
     t: str | None = None,
     download: str | None = None,
 ) -> Response:
-    """Checks, in order: the path (400), the token or ownership (403 / 404), the object (404)."""
+    """Checks, in order: the path (400), the token or ownership (403 / 404), the object (404).
+
+    A refused token is 403 `data_token_invalid` (JSON), or a small HTML page for a browser (Accept: text/html)."""
     chat_id, name = normalize_data_path(file)
     settings = app_context(request).settings
-    await _authorise(request, settings, chat_id, data_file(chat_id, name), t)
+    try:
+        await _authorise(request, settings, chat_id, data_file(chat_id, name), t)
+    except DataTokenRejected as refused:
+        if _wants_html(request):
+            return refused_page(refused, data_file(chat_id, name))
+        raise
     blobs = blob_store(request)
     key = data_key(chat_id, name)
     info = await blobs.head(key)

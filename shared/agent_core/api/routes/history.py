@@ -71,4 +71,4 @@ async def chat(
     body: dict[str, Any] = {"chatId": chat_id, "chatName": record.title, "events": events, "nextCursor": next_cursor}
     if include_raw_messages:
         body["rawMessages"] = await _raw_messages(ctx, chat_id, runs)
-    return body
+    return ctx.deps.data_links.refresh(body, chat_id)  # stored links expire: each read signs them afresh

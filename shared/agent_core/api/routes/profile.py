@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from agent_core.api.deps import app_context, current_user, request_now
 from agent_core.api.openapi import error_responses
-from agent_core.api.schemas import Body, PathId
+from agent_core.api.schemas import PathId, RequestBody
 from agent_core.context import AppContext
 from agent_core.domain.ids import now_ms
 from agent_core.domain.models import Profile
@@ -36,7 +36,7 @@ async def end_chat_session(chat_id: PathId, request: Request, ctx: Ctx, user: Us
     return {"chatId": chat_id, "ended": job is not None, "sessionId": job.session_id if job else None}
 
 
-class ProfilePatch(Body):
+class ProfilePatch(RequestBody):
     timezone: str | None = None  # IANA name (Europe/Paris): the zone of the user's days, sessions and time queries
 
 

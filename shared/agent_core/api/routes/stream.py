@@ -11,7 +11,7 @@ from pydantic import Field
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now, request_timezone
 from agent_core.api.openapi import EventStreamResponse, error_responses
-from agent_core.api.schemas import Body
+from agent_core.api.schemas import ChatId, RequestBody
 from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
 from agent_core.context import AppContext
 from agent_core.domain.models import TurnResult
@@ -25,15 +25,15 @@ Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
 
 
-class QueryIn(Body):
+class QueryIn(RequestBody):
     message: str
-    chat_id: str | None = Field(None, max_length=64)
+    chat_id: ChatId | None = None
     agent_key: str | None = Field(None, max_length=64)
     request_id: str | None = Field(None, max_length=128, pattern=r"^[A-Za-z0-9._:\-]+$")
     timezone: str | None = None  # IANA name; this request's zone instead of the profile's
 
 
-class CancelIn(Body):
+class CancelIn(RequestBody):
     run_id: str = Field(min_length=1, max_length=64)
 
 
@@ -45,6 +45,7 @@ def _replayed(ctx: AppContext, result: TurnResult) -> Messages:
         if result.chat_id and result.run_id:
             run = await ctx.deps.store.get_run(result.chat_id, result.run_id)
         snapshot = (run.snapshot if run is not None else None) or []
+        snapshot = ctx.deps.data_links.refresh(snapshot, result.chat_id or "")  # its links signed afresh
         for entry in snapshot:
             yield sse_message(entry)
         if not snapshot:

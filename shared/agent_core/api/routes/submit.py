@@ -11,7 +11,7 @@ from pydantic import Field
 
 from agent_core.api.deps import app_context, current_user
 from agent_core.api.openapi import error_responses
-from agent_core.api.schemas import Body
+from agent_core.api.schemas import RequestBody
 from agent_core.context import AppContext
 from agent_core.domain.models import RunStatus
 from agent_core.domain.text import utf8_size
@@ -24,7 +24,7 @@ User = Annotated[str, Depends(current_user)]
 UNMATCHED = {"accepted": False, "status": "unmatched"}
 
 
-class SubmitIn(Body):
+class SubmitIn(RequestBody):
     run_id: str = Field(min_length=1, max_length=64)
     tool_id: str = Field(min_length=1, max_length=128)
     params: dict[str, Any] = Field(default_factory=dict)

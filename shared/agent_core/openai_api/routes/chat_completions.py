@@ -12,11 +12,9 @@ from agent_core.api.deps import app_context, current_user, link_base, request_no
 from agent_core.api.openapi import error_responses, stream_or_json
 from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
 from agent_core.context import AppContext
-from agent_core.errors import NotFound
 from agent_core.openai_api.chat_completions_encoder import DONE
 from agent_core.openai_api.chat_completions_execution import ChatCompletionRun, start_chat_completion
 from agent_core.openai_api.chat_completions_request import ChatCompletionCreate
-from agent_core.openai_api.routes.responses import models_of
 
 router = APIRouter(prefix="/v1", tags=["chat completions"], responses=error_responses(400, 401))
 
@@ -47,8 +45,6 @@ async def create_chat_completion(
     body: ChatCompletionCreate, request: Request, ctx: Ctx, user: User
 ) -> JSONResponse | EventStream:
     """`model` names an agent (GET /v1/models); `messages` are the whole conversation (nothing is stored)."""
-    if body.model not in {m["id"] for m in models_of(ctx)}:
-        raise NotFound(f"model {body.model!r} not found", param="model", code="model_not_found")
     run = await start_chat_completion(
         ctx.deps,
         ctx.responses,

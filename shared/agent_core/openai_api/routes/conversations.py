@@ -129,7 +129,7 @@ async def list_items(
 ) -> dict[str, Any]:
     chat = await _chat(ctx, conversation_id, user)
     items = conversation_items(await _all_messages(ctx, chat, user), chat.agent_key)
-    return list_page(items, query)
+    return ctx.deps.data_links.refresh(list_page(items, query), chat.chat_id)  # stored links signed afresh
 
 
 @router.post("/{conversation_id}/items", responses=error_responses(404, 413))

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncGenerator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from fastapi.responses import JSONResponse
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
@@ -15,11 +16,13 @@ from agent_core.api.schemas import PathId
 from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
 from agent_core.context import AppContext
 from agent_core.domain.jobs import ResponseJob
-from agent_core.errors import InvalidRequest, NotFound
+from agent_core.errors import InvalidRequest, NotFound, RunInProgress
 from agent_core.openai_api.encoder import replay_events
 from agent_core.openai_api.execution import BackgroundResponses, queue_response, start_response
+from agent_core.openai_api.idempotency import HEADER as IDEMPOTENCY_HEADER
+from agent_core.openai_api.idempotency import IdempotencyKeys, answer_is_final, idempotency_key
 from agent_core.openai_api.items import ListQuery, list_page
-from agent_core.openai_api.plan import plan_response
+from agent_core.openai_api.plan import ResponsePlan, model_ids, plan_response
 from agent_core.openai_api.request import ResponseCreate
 from agent_core.openai_api.store import ACTIVE, ResponseRecord
 from agent_core.runtime.blocking import run_failure
@@ -81,13 +84,42 @@ async def _listed(events: list[dict[str, Any]]) -> AsyncGenerator[dict[str, Any]
     },
 )
 async def create_response(
-    body: ResponseCreate, request: Request, ctx: Ctx, user: User, runs: Runs
+    body: ResponseCreate,
+    request: Request,
+    ctx: Ctx,
+    user: User,
+    runs: Runs,
+    idempotency: Annotated[
+        str | None,
+        Header(
+            alias=IDEMPOTENCY_HEADER,
+            description="Makes a retried create safe: a key already used answers with its first Response",
+        ),
+    ] = None,
 ) -> JSONResponse | EventStream:
-    responses = ctx.responses
+    key = idempotency_key(idempotency)
     # Everything that answers with an HTTP status happens before a stream starts or a task is queued.
     plan = await plan_response(
-        ctx.deps, responses, body, user, now=request_now(request), public_base_url=link_base(request)
+        ctx.deps, ctx.responses, body, user, now=request_now(request), public_base_url=link_base(request)
     )
+    if key is None or not body.stored:
+        return await _create(plan, ctx, runs)
+    claims = IdempotencyKeys(ctx.responses, ctx.settings.run_lease_ms)
+    earlier = await claims.claim(user, key, plan.response_id)
+    if earlier is not None:  # a retry: the first attempt's Response
+        if not answer_is_final(earlier):
+            raise RunInProgress("this request is still running", param=IDEMPOTENCY_HEADER)
+        return _stored(ctx, runs, earlier, stream=bool(body.stream))
+    try:
+        return await _create(plan, ctx, runs)
+    except BaseException:
+        if await ctx.responses.get(plan.response_id, user) is None:  # it saved nothing: its retry runs
+            await asyncio.shield(claims.release(user, key, plan.response_id))
+        raise
+
+
+async def _create(plan: ResponsePlan, ctx: AppContext, runs: BackgroundResponses) -> JSONResponse | EventStream:
+    body, responses, user = plan.body, ctx.responses, plan.user_id
     if body.background:
         record = await queue_response(plan, responses)
         if ctx.settings.in_lambda and not body.stream:
@@ -132,14 +164,26 @@ async def retrieve_response(
     stream: bool = False,
     starting_after: Annotated[int | None, Query(ge=-1)] = None,
 ) -> JSONResponse | EventStream:
-    record = await _owned(ctx, response_id, user)
+    return _stored(ctx, runs, await _owned(ctx, response_id, user), stream=stream, starting_after=starting_after)
+
+
+def _stored(
+    ctx: AppContext,
+    runs: BackgroundResponses,
+    record: ResponseRecord,
+    *,
+    stream: bool,
+    starting_after: int | None = None,
+) -> JSONResponse | EventStream:
+    """A stored Response (its data links signed afresh), or its events: live when it runs here, else replayed."""
+    body = ctx.deps.data_links.refresh(record.body(), record.chat_id) if record.chat_id else record.body()
     if not stream:
-        return JSONResponse(record.body())
-    log = runs.log(response_id)
+        return JSONResponse(body)
+    log = runs.log(record.response_id)
     if log is not None:  # a background response running here: follow it live
         return _sse(log.follow(starting_after), ctx)
     after = -1 if starting_after is None else starting_after
-    return _sse(_listed([e for e in replay_events(record.body()) if e["sequence_number"] > after]), ctx)
+    return _sse(_listed([e for e in replay_events(body) if e["sequence_number"] > after]), ctx)
 
 
 @router.delete("/responses/{response_id}", responses=error_responses(404))
@@ -187,10 +231,7 @@ async def input_items(
 
 def models_of(ctx: AppContext) -> list[dict[str, Any]]:
     """The agents (a model id naming an agent runs it) and the configured model."""
-    ids = [a.key for a in ctx.deps.agents.all()]
-    if ctx.settings.model not in ids:
-        ids.append(ctx.settings.model)
-    return [{"id": i, "object": "model", "created": 0, "owned_by": OWNER} for i in ids]
+    return [{"id": i, "object": "model", "created": 0, "owned_by": OWNER} for i in model_ids(ctx.deps)]
 
 
 @router.get("/models")

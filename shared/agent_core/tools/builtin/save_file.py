@@ -7,17 +7,14 @@ import binascii
 import json
 import re
 from typing import Any, Literal
-from urllib.parse import quote, urlencode
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_core.tools.base import Tool, ToolContext, ToolFailure
+from agent_core.tools.data_links import DataLinks
 from agent_core.tools.data_path import InvalidPath, check_chat_id, data_file, data_key, normalize_data_name
-from agent_core.tools.data_token import sign_data_token
 
 MAX_FILE_BYTES = 1024 * 1024
-LINK_TTL_S = 3600
-DATA_ROUTE = "/api/ap/data"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MediaType = Literal["text/plain", "text/csv", "application/json", "image/png"]
 _STORED_TYPES = {
@@ -75,11 +72,6 @@ def encode_content(content: str, media_type: str) -> bytes:
     return body
 
 
-def data_link(file: str, token: str, base_url: str = "") -> str:
-    """The URL serving `file` with its read token: under `base_url` (the API's public address), else root-relative."""
-    return f"{base_url}{DATA_ROUTE}?{urlencode({'file': file, 't': token}, quote_via=quote, safe='/')}"
-
-
 class SaveFileTool(Tool):
     name = "save_file"
     description = (
@@ -119,10 +111,12 @@ class SaveFileTool(Tool):
         body = encode_content(args.content, args.media_type)
         await ctx.blobs.put(data_key(chat_id, name), body, _STORED_TYPES[args.media_type])
         file = data_file(chat_id, name)
-        token = sign_data_token(ctx.settings.data_token_key(), chat_id, file, LINK_TTL_S, ctx.now.timestamp())
+        # Signed on the wall clock (X-Agent-Now never reaches link expiry), and again whenever the result is read
+        # back (replay, listings): `file` is the reference the link is re-signed from.
+        links = ctx.links or DataLinks(ctx.settings)
         return {
             "file": file,
-            "url": data_link(file, token, ctx.public_base_url or ctx.settings.public_base_url.rstrip("/")),
+            "url": links.link(chat_id, file, ctx.public_base_url or ctx.settings.public_base_url.rstrip("/")),
             "mediaType": args.media_type,
             "size": len(body),
         }
