@@ -179,6 +179,7 @@ class TurnRunner:
         """Store the run's end; the envelopes to send last (the terminal one replaced if that failed)."""
         self._ended = True
         await self.lease.stop()  # no renewal may race the release
+        await self.bridge.close()  # before the end is stored: no submit is accepted once the run has ended
         entries = self.snapshot.entries()
         try:
             await persist_run(self.turn, self.outcome, status, terminal, self.finish_reason, entries)
@@ -219,7 +220,7 @@ class TurnRunner:
         with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration, Exception):
             await item
         if self.cancel.event.is_set():
-            raise RunCancelled(self.cancel.reason)
+            raise RunCancelled(self.cancel.cancel_reason)
         raise DeadlineReached
 
     async def guarded(self, awaitable: Awaitable[T]) -> T:
