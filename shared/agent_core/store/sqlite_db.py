@@ -128,31 +128,32 @@ class SqliteDatabase:
             setattr(self._local, name, connection)
         return connection
 
-    @contextmanager
-    def _busy_is_would_block(self) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.OperationalError as error:
-            if self._nowait() and _is_busy(error):
-                raise WouldBlock(str(error)) from error
-            raise
+    def _would_block(self, error: sqlite3.OperationalError) -> None:
+        """Raise WouldBlock when `error` is a non-waiting attempt meeting a lock (the caller re-raises others)."""
+        if self._nowait() and _is_busy(error):
+            raise WouldBlock(str(error)) from error
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """One read transaction (a consistent snapshot) on this thread's connection."""
-        with self._busy_is_would_block():
-            connection = self._reader()
-            connection.execute("BEGIN")
-            try:
-                yield connection
-            finally:
-                connection.execute("COMMIT")
+        connection = self._reader()
+        connection.execute("BEGIN")
+        try:
+            yield connection
+        except sqlite3.OperationalError as error:
+            self._would_block(error)
+            raise
+        finally:
+            connection.execute("COMMIT")
 
     def select(self, sql: str, args: Any = ()) -> list[Any]:
         """The rows of one SELECT on this thread's connection: one statement is its own snapshot, so it needs
         no BEGIN / COMMIT around it."""
-        with self._busy_is_would_block():
+        try:
             return self._reader().execute(sql, args).fetchall()
+        except sqlite3.OperationalError as error:
+            self._would_block(error)
+            raise
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -162,8 +163,11 @@ class SqliteDatabase:
             raise WouldBlock("the write lock is held by another thread")
         try:
             connection = self._nowait_writer if nowait else self._writer
-            with self._busy_is_would_block():
+            try:
                 connection.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:
+                self._would_block(error)
+                raise
             try:
                 yield connection
             except BaseException:
