@@ -22,13 +22,13 @@ from agent_core.jobs.handlers import (
 from agent_core.jobs.inprocess import InProcessWorkQueue, JobJournal
 from agent_core.jobs.report import JobReport
 from agent_core.llm.base import LlmClient
-from agent_core.openai_api.store import ResponseStore
 from agent_core.runtime.agents import catalog
 from agent_core.store.aws_client import boto_client
 from agent_core.store.base import Store
 from agent_core.store.blob import BlobStore
 from agent_core.store.memory_blob import MemoryBlobStore
 from agent_core.store.memory_table import MemoryTable
+from agent_core.store.responses import ResponseStore
 from agent_core.store.table import Table
 from agent_core.store.table_store import TableStore
 from agent_core.tools.builtin.http_get import HttpGetTool
@@ -131,7 +131,7 @@ def _background_responses(responses: ResponseStore) -> Handler:
     the runtime never imports the OpenAI API)."""
 
     async def run(deps: RunDeps, job: ResponseJob) -> None:
-        from agent_core.openai_api.execution import run_queued
+        from agent_core.wires.responses.execution import run_queued
 
         await run_queued(deps, responses, job.response_id)
 

@@ -16,7 +16,7 @@ import re
 import time
 
 from agent_core.errors import InvalidRequest, RunInProgress
-from agent_core.openai_api.store import ACTIVE, RESPONSE_TTL_S, ResponseRecord, ResponseStore
+from agent_core.store.responses import ACTIVE, RESPONSE_TTL_S, ResponseRecord, ResponseStore
 from agent_core.store.schema import PK, SK, TTL_ATTRIBUTE
 from agent_core.store.table import Condition, ConditionFailed, Item, Key, eq, not_exists
 

@@ -15,9 +15,13 @@ from agent_core.container import RunDeps
 from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.models import Chat, Message, Role
 from agent_core.errors import AgentError, InvalidRequest, NotFound, RunInProgress
-from agent_core.openai_api.aggregate import response_object
-from agent_core.openai_api.client_tools import TunedLlm, client_tool, responses_agent, with_client_tools
-from agent_core.openai_api.request import (
+from agent_core.runtime.agents import AgentCatalog, AgentDefinition
+from agent_core.runtime.ephemeral import ephemeral_deps
+from agent_core.runtime.turn import PreparedTurn, TurnRequest, chat_name, prepare_turn, validate_message
+from agent_core.store.responses import ACTIVE, ResponseRecord, ResponseStore
+from agent_core.wires.responses.aggregate import response_object
+from agent_core.wires.responses.client_tools import TunedLlm, client_tool, responses_agent, with_client_tools
+from agent_core.wires.responses.request import (
     InputMessage,
     ParsedInput,
     ResponseCreate,
@@ -28,10 +32,6 @@ from agent_core.openai_api.request import (
     parse_input,
     pending_calls,
 )
-from agent_core.openai_api.store import ACTIVE, ResponseRecord, ResponseStore
-from agent_core.runtime.agents import AgentCatalog, AgentDefinition
-from agent_core.runtime.ephemeral import ephemeral_deps
-from agent_core.runtime.turn import PreparedTurn, TurnRequest, chat_name, prepare_turn, validate_message
 
 
 def new_response_id() -> str:

@@ -9,11 +9,11 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from agent_core.llm.base import LlmClient, LlmDelta, LlmRequest
-from agent_core.openai_api.request import FunctionToolParam
 from agent_core.runtime.agents import AgentDefinition, ToolRef
 from agent_core.tools.base import Tool, ToolContext, ToolFailure, ToolKind
 from agent_core.tools.registry import ToolRegistry
 from agent_core.tools.service import ToolService
+from agent_core.wires.responses.request import FunctionToolParam
 
 
 class _SchemaArgs(BaseModel):

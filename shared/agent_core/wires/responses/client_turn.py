@@ -17,10 +17,10 @@ from agent_core.container import RunDeps
 from agent_core.domain.ids import now_ms
 from agent_core.domain.models import Chat, Role
 from agent_core.errors import AgentError
-from agent_core.openai_api.plan import open_turn, plan_response
-from agent_core.openai_api.request import FunctionToolParam, check_outputs, response_request
-from agent_core.openai_api.store import ResponseStore
 from agent_core.runtime.turn import PreparedTurn, chat_name
+from agent_core.store.responses import ResponseStore
+from agent_core.wires.responses.plan import open_turn, plan_response
+from agent_core.wires.responses.request import FunctionToolParam, check_outputs, response_request
 
 PENDING_WINDOW = 20  # recent messages read to find the calls a client owes
 
