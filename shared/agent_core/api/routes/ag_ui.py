@@ -21,8 +21,8 @@ from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
 from agent_core.runtime.pending import PendingTurn
 from agent_core.wires.ag_ui import AgUiEncoder
-from agent_core.wires.responses.client_turn import start_client_turn
-from agent_core.wires.responses.request import function_tools
+from agent_core.wires.client_turn import start_client_turn
+from agent_core.wires.input import function_tools
 
 router = APIRouter(prefix="/api", tags=["ag-ui"], responses=error_responses(400, 401, 404, 409, 413, 422))
 
@@ -65,7 +65,6 @@ async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx
     tools = function_tools(body.tools or [])
     prepared = await start_client_turn(
         ctx.deps,
-        ctx.responses,
         user,
         client_id=body.thread_id,
         input_items=_new_input(body),

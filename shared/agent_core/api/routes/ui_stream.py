@@ -20,8 +20,8 @@ from agent_core.api.sse import EventStream, stream_run
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
 from agent_core.runtime.pending import PendingTurn
-from agent_core.wires.responses.client_turn import start_client_turn
-from agent_core.wires.responses.request import function_tools
+from agent_core.wires.client_turn import start_client_turn
+from agent_core.wires.input import function_tools
 from agent_core.wires.ui_stream import HEADERS, UiStreamEncoder
 
 router = APIRouter(prefix="/api", tags=["ui stream"], responses=error_responses(400, 401, 404, 409, 413, 422))
@@ -113,7 +113,6 @@ async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) ->
     tools = function_tools(body.tools or [])
     prepared = await start_client_turn(
         ctx.deps,
-        ctx.responses,
         user,
         client_id=body.id,
         input_items=_new_input(body),

@@ -24,9 +24,10 @@ from agent_core.runtime.turn import PreparedTurn
 from agent_core.store.responses import ResponseStore
 from agent_core.wires.chat_completions.encoder import ChatCompletionsEncoder
 from agent_core.wires.chat_completions.request import ChatCompletionCreate, as_response_request
+from agent_core.wires.client_tools import TunedLlm
 from agent_core.wires.encoder import encoded
-from agent_core.wires.responses.client_tools import TunedLlm
-from agent_core.wires.responses.plan import open_turn, plan_response
+from agent_core.wires.responses.plan import plan_response
+from agent_core.wires.turn import open_turn
 
 Wire = dict[str, Any]
 

@@ -22,8 +22,9 @@ from agent_core.runtime.turn import PreparedTurn, release_failed_run, release_un
 from agent_core.store.responses import ResponseRecord, ResponseStore
 from agent_core.wires.encoder import encoded
 from agent_core.wires.responses.encoder import ResponsesEncoder
-from agent_core.wires.responses.plan import ResponsePlan, open_turn, plan_response
+from agent_core.wires.responses.plan import ResponsePlan, plan_response
 from agent_core.wires.responses.request import ResponseCreate
+from agent_core.wires.turn import open_turn
 
 Wire = dict[str, Any]
 Emit = Callable[[Wire], None]

@@ -13,7 +13,7 @@ from agent_core.runtime.agents import AgentDefinition, ToolRef
 from agent_core.tools.base import Tool, ToolContext, ToolFailure, ToolKind
 from agent_core.tools.registry import ToolRegistry
 from agent_core.tools.service import ToolService
-from agent_core.wires.responses.request import FunctionToolParam
+from agent_core.wires.input import FunctionToolParam
 
 
 class _SchemaArgs(BaseModel):
