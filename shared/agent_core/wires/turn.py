@@ -20,7 +20,7 @@ from agent_core.errors import AgentError, InvalidRequest, RunInProgress
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
 from agent_core.runtime.ephemeral import ephemeral_deps
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, chat_name, prepare_turn, validate_message
-from agent_core.wires.client_tools import TunedLlm, client_tool, responses_agent, with_client_tools
+from agent_core.wires.client_tools import TunedLlm, client_tool, request_agent, with_client_tools
 from agent_core.wires.input import FunctionToolParam, InputMessage, ParsedInput
 
 
@@ -80,7 +80,7 @@ def plan_turn(
     declared = [client_tool(t) for t in tools]
     if declared and base.mode != "function":
         raise InvalidRequest(f"agent {base.key!r} ({base.mode}) cannot call client function tools", param="tools")
-    agent = responses_agent(base, deps.tools.registry, declared)
+    agent = request_agent(base, deps.tools.registry, declared)
     llm = TunedLlm(
         deps.llm,
         options.temperature,
