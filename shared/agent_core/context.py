@@ -22,6 +22,8 @@ from agent_core.jobs.handlers import (
 from agent_core.jobs.inprocess import InProcessWorkQueue, JobJournal
 from agent_core.jobs.report import JobReport
 from agent_core.llm.base import LlmClient
+from agent_core.memory.embedding import Embedder, HashingEmbedder
+from agent_core.memory.long_term import LongTermMemory
 from agent_core.openai_api.store import ResponseStore
 from agent_core.runtime.agents import catalog
 from agent_core.store.aws_client import boto_client
@@ -126,6 +128,19 @@ def provider_llm(settings: Settings, provider: str) -> LlmClient:
     return OpenAiLlmClient(settings)
 
 
+def build_embedder(settings: Settings) -> Embedder:
+    """The configured Embedder: offline feature hashing (default), the OpenAI-compatible endpoint, or Titan."""
+    if settings.memory_embedder == "openai":
+        from agent_core.llm.embeddings import OpenAiEmbedder
+
+        return OpenAiEmbedder(settings)
+    if settings.memory_embedder == "bedrock":
+        from agent_core.llm.embeddings import TitanEmbedder
+
+        return TitanEmbedder(settings)
+    return HashingEmbedder(settings.memory_embedding_dimensions)
+
+
 def _background_responses(responses: ResponseStore) -> Handler:
     """The handler of background /v1/responses runs (imported on first use: functions that never run one skip it;
     the runtime never imports the OpenAI API)."""
@@ -145,10 +160,12 @@ def build_context(
     llm: LlmClient | None = None,
     audit: AuditSink | None = None,
     blobs: BlobStore | None = None,
+    embedder: Embedder | None = None,
     job_handlers: HandlerMap | None = None,
     schedules: Mapping[ScheduledJob, ScheduledPass] | None = None,
 ) -> AppContext:
-    """Wire everything; tests pass their own table, LLM, audit sink, blob store, job handlers or scheduled passes."""
+    """Wire everything; tests pass their own table, LLM, audit sink, blob store, embedder, job handlers or scheduled
+    passes."""
     journal: JobJournal | None = None
     if table is None and settings.effective_storage == "embedded":
         from agent_core.store.embedded import open_embedded
@@ -180,6 +197,7 @@ def build_context(
         work_queue=work_queue,
         blobs=blobs,
         mcp=McpCatalog(settings, env=settings.environment()),
+        memory=LongTermMemory(store.records, embedder or build_embedder(settings)),
     )
     jobs = JobRunner(job_handlers, deps)
     background.serve(jobs)  # the SQS worker runs the same `jobs` (lambda_entry)

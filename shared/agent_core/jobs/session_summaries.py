@@ -10,6 +10,7 @@ from agent_core.domain.ids import now_ms as wall_ms
 from agent_core.domain.jobs import Job, ProfileJob, SessionSummaryJob
 from agent_core.domain.models import Chat, Kind, SessionSummary
 from agent_core.jobs.job_run import job_run
+from agent_core.jobs.memory_records import remember_session
 from agent_core.jobs.report import JobReport
 from agent_core.memory.calendar import id_ceiling, id_floor, local_date, to_ms, zone
 from agent_core.memory.session_rules import too_little
@@ -52,6 +53,7 @@ async def summarize_session(deps: RunDeps, job: SessionSummaryJob) -> bool:
         # Nothing is written, so the job fails and is retried (SQS redelivery), like an LLM error.
         raise SummaryFailed(f"empty session summary for {job.chat_id}/{job.session_id}")
     session.summary, session.key_topics = result.summary, result.key_topics
+    await remember_session(deps, session, messages)  # before the summary: a retry finds it and writes it once
     written = await store.put_session(session)
     if written:
         await deps.work_queue.enqueue(ProfileJob(chat_id=job.chat_id, user_id=job.user_id, session_id=job.session_id))

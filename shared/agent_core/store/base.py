@@ -21,6 +21,7 @@ from agent_core.domain.models import (
     Wait,
 )
 from agent_core.domain.session_plan import SessionPlan
+from agent_core.store.memory_records import RecordStore
 
 
 @dataclass
@@ -187,3 +188,5 @@ class MemoryStore(MemoryReader, Protocol):
 class Store(ChatStore, TurnStore, WaitStore, MemoryStore, Protocol):
     """Every role at once, as the composition root builds it (TableStore); a consumer takes the narrowest role
     it uses."""
+
+    records: RecordStore  # long-term memory records (deleted with their chat and with the profile)

@@ -34,6 +34,7 @@ from agent_core.store.blob import BlobStore
 from agent_core.store.cursor import decode_cursor, encode_cursor
 from agent_core.store.hierarchy import HierarchyStore
 from agent_core.store.item_size import item_size
+from agent_core.store.memory_records import RecordStore, RecordTable
 from agent_core.store.schema import GSI1, GSI2, GSI3, PK, SK
 from agent_core.store.spill import Spiller, chat_spill_prefixes
 from agent_core.store.table import (
@@ -77,6 +78,7 @@ class TableStore(HierarchyStore, Store):
 
     def __init__(self, table: Table, blobs: BlobStore | None = None) -> None:
         self.table = table
+        self.records: RecordStore = RecordTable(table)
         # With a blob store, items that could cross DynamoDB's 400 KB limit keep large parts in it.
         self.spiller = Spiller(blobs) if blobs is not None else None
 
@@ -118,6 +120,8 @@ class TableStore(HierarchyStore, Store):
             # Spilled parts first: a failure half-way leaves the chat listed, and deleting it again works.
             for prefix in chat_spill_prefixes(chat_id):
                 await self.spiller.blobs.delete_prefix(prefix)
+        # Its memory records (in the user's partition) while the META still finds the chat.
+        await self.records.delete_chat_records(user_id, chat_id)
         keys = [{PK: i[PK], SK: i[SK]} async for i in self._partition(it.chat_pk(chat_id)) if i[SK] != it.META]
         # Each run's own partition (pointer, frontend waits) before the chat's RUN item that leads to it,
         # the chat's items next, META last: a failure at any point leaves the path to what is still there.

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 _OPENAI = "agent_core.openai_api.routes"  # a module path with a dot is absolute, one without is a sibling
 _GROUPS: dict[str, tuple[str, ...]] = {
-    "chat": ("conversations", "history", "agents", "profile"),
+    "chat": ("conversations", "history", "agents", "profile", "memory"),
     "stream_routes": (
         "stream",
         "chat_stream",

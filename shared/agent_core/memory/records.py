@@ -1,0 +1,94 @@
+"""Memory records: what long-term (semantic) memory recalls. One record is a small window of a chat's stored
+messages (`message`: 1-4 messages), or a summary (`session`, `daily`) or a profile fact (`fact`).
+
+Record ids are deterministic (the kind plus what it is made from), so a job that runs twice writes each record
+once, and a message window is the same record whichever job builds it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field
+
+from agent_core.domain.models import Kind, Message, Model, Role
+
+WINDOW = 2  # messages per message record: a user message and the answer to it, in the common case
+STRIDE = 1  # windows start at every message: each exchange is also seen with the message before it
+MAX_CITED = 4  # a record citing more stored messages than this is a summary
+
+
+class RecordKind(StrEnum):
+    MESSAGE = "message"
+    SESSION = "session"
+    DAILY = "daily"
+    FACT = "fact"
+
+
+class MemoryRecord(Model):
+    record_id: str
+    user_id: str
+    kind: RecordKind
+    text: str
+    chat_id: str = ""
+    message_ids: list[str] = Field(default_factory=list)
+    at: int  # epoch ms of its first message (a summary's start, a fact's session)
+
+
+ROLE_LABEL = {Role.USER: "user", Role.ASSISTANT: "assistant"}
+
+
+def dialogue(messages: list[Message]) -> list[Message]:
+    """The messages memory keeps: user and assistant text (tool traffic and daily-summary copies left out)."""
+    return [
+        m for m in messages if m.kind == Kind.NORMAL and m.role in ROLE_LABEL and m.content.strip() and not m.tool_calls
+    ]
+
+
+def render(messages: list[Message]) -> str:
+    return "\n".join(f"{ROLE_LABEL[m.role]}: {m.content.strip()}" for m in messages)
+
+
+def message_record_id(first_id: str, size: int) -> str:
+    return f"m{size}#{first_id}"
+
+
+def message_records(
+    user_id: str, chat_id: str, messages: list[Message], *, size: int = WINDOW, stride: int = STRIDE
+) -> list[MemoryRecord]:
+    """Sliding windows of `size` consecutive dialogue messages (every `stride`-th start), oldest first; a chat
+    shorter than a window gives one record of what it has."""
+    kept = dialogue(messages)
+    if not kept:
+        return []
+    starts = range(0, max(1, len(kept) - size + 1), stride)
+    out = []
+    for start in starts:
+        window = kept[start : start + size]
+        out.append(
+            MemoryRecord(
+                record_id=message_record_id(window[0].id, len(window)),
+                user_id=user_id,
+                kind=RecordKind.MESSAGE,
+                text=render(window),
+                chat_id=chat_id,
+                message_ids=[m.id for m in window],
+                at=window[0].created_at,
+            )
+        )
+    return out
+
+
+def summary_record(
+    user_id: str, kind: RecordKind, key: str, text: str, chat_id: str, message_ids: list[str], at: int
+) -> MemoryRecord:
+    """A session or daily summary, or a profile fact, as one record (`key`: its session, date or fact key)."""
+    return MemoryRecord(
+        record_id=f"{kind.value}#{chat_id}#{key}" if chat_id else f"{kind.value}#{key}",
+        user_id=user_id,
+        kind=kind,
+        text=text,
+        chat_id=chat_id,
+        message_ids=message_ids,
+        at=at,
+    )

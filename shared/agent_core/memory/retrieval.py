@@ -1,0 +1,114 @@
+"""Hybrid retrieval over one user's records: BM25 and vector similarity fused by reciprocal rank, a time
+filter, a small recency prior, and a token budget.
+
+`UserIndex` is what a search needs of a user's records (their texts' BM25 postings, their vectors as one
+float32 matrix, their times); the record store builds it once per version of the user's records and keeps it
+in process, so a search is one query embedding plus a few numpy passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from agent_core.llm.tokens import estimate_text
+from agent_core.memory.embedding import Vector
+from agent_core.memory.lexical import Bm25Index
+from agent_core.memory.records import MemoryRecord, RecordKind
+
+RRF_K = 60  # reciprocal-rank fusion's constant: 1 / (k + rank) per ranking
+CANDIDATES = 200  # each ranking contributes its best this many
+VECTOR_WEIGHT = 1.0
+LEXICAL_WEIGHT = 1.0
+SUMMARY_WEIGHT = 0.5  # a summary competes with the exchanges it covers at half their weight
+RECENCY_WEIGHT = 0.05  # at most this share of a record's score comes from being recent (a tie-breaker)
+
+
+@dataclass
+class UserIndex:
+    """One version of a user's records, ready to search."""
+
+    records: list[MemoryRecord]
+    matrix: np.ndarray  # (records, dimensions) float32, rows L2-normalised
+    lexical: Bm25Index
+    ats: np.ndarray  # int64 epoch ms
+
+    @staticmethod
+    def build(records: list[MemoryRecord], vectors: list[Vector], dimensions: int) -> UserIndex:
+        matrix = np.vstack(vectors).astype(np.float32) if vectors else np.zeros((0, dimensions), dtype=np.float32)
+        ats = np.asarray([r.at for r in records], dtype=np.int64)
+        return UserIndex(records, matrix, Bm25Index([r.text for r in records]), ats)
+
+
+@dataclass(frozen=True)
+class Hit:
+    record: MemoryRecord
+    score: float
+    similarity: float  # cosine of the query and the record
+    lexical: float  # BM25 score (0: no content word in common)
+    tokens: int
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    text: str
+    limit: int = 20
+    max_tokens: int | None = None
+    start: int | None = None  # epoch ms, inclusive
+    end: int | None = None  # epoch ms, exclusive
+    min_similarity: float | None = None  # the relevance floor: a record needs a common word and this cosine
+
+
+def _ranks(scores: np.ndarray, eligible: np.ndarray) -> np.ndarray:
+    """1-based rank of each eligible record by score (best first), among the best CANDIDATES; 0 elsewhere."""
+    ranks = np.zeros(scores.shape[0], dtype=np.int32)
+    idx = np.flatnonzero(eligible)
+    if idx.size == 0:
+        return ranks
+    take = min(CANDIDATES, idx.size)
+    part = idx[np.argpartition(-scores[idx], take - 1)[:take]] if take < idx.size else idx
+    ordered = part[np.argsort(-scores[part], kind="stable")]
+    ranks[ordered] = np.arange(1, ordered.size + 1, dtype=np.int32)
+    return ranks
+
+
+def search(index: UserIndex, query: SearchQuery, vector: Vector) -> tuple[list[Hit], int]:
+    """The best records for the query, best first, within `limit` and `max_tokens` (they stop before the budget
+    is exceeded); and their token estimate. Records outside [start, end) are never returned."""
+    n = len(index.records)
+    if n == 0:
+        return [], 0
+    window = np.ones(n, dtype=bool)
+    if query.start is not None:
+        window &= index.ats >= query.start
+    if query.end is not None:
+        window &= index.ats < query.end
+    lexical = index.lexical.scores(query.text)
+    similarity = index.matrix @ vector.astype(np.float32) if index.matrix.shape[1] == vector.shape[0] else None
+    if similarity is None:
+        similarity = np.zeros(n, dtype=np.float32)
+    eligible = window & ((lexical > 0) | (similarity > 0))
+    if query.min_similarity is not None:
+        eligible &= (lexical > 0) & (similarity >= query.min_similarity)
+    lex_rank = _ranks(lexical, eligible & (lexical > 0))
+    vec_rank = _ranks(similarity, eligible & (similarity > 0))
+    fused = np.zeros(n, dtype=np.float64)
+    fused += np.where(lex_rank > 0, LEXICAL_WEIGHT / (RRF_K + lex_rank), 0.0)
+    fused += np.where(vec_rank > 0, VECTOR_WEIGHT / (RRF_K + vec_rank), 0.0)
+    if n > 1 and RECENCY_WEIGHT:
+        span = max(int(index.ats.max() - index.ats.min()), 1)
+        fused *= 1.0 + RECENCY_WEIGHT * (index.ats - index.ats.min()) / span
+    kinds = np.asarray([r.kind != RecordKind.MESSAGE for r in index.records])
+    fused = np.where(kinds, fused * SUMMARY_WEIGHT, fused)
+    order = [int(i) for i in np.argsort(-fused, kind="stable") if fused[i] > 0]
+    hits: list[Hit] = []
+    total = 0
+    for i in order[: query.limit]:
+        record = index.records[i]
+        tokens = estimate_text(record.text)
+        if query.max_tokens is not None and total + tokens > query.max_tokens:
+            break
+        total += tokens
+        hits.append(Hit(record, float(fused[i]), float(similarity[i]), float(lexical[i]), tokens))
+    return hits, total
