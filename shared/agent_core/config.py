@@ -158,7 +158,7 @@ class Settings(BaseSettings):
         "`amazon.titan-embed-text-v2:0` (bedrock)",
     )
     memory_embedding_dimensions: int = Field(
-        512,
+        1024,
         ge=64,
         le=3072,
         alias="AGENT_MEMORY_EMBEDDING_DIMENSIONS",

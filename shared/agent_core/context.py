@@ -34,7 +34,7 @@ from agent_core.store.memory_table import MemoryTable
 from agent_core.store.table import Table
 from agent_core.store.table_store import TableStore
 from agent_core.tools.builtin.http_get import HttpGetTool
-from agent_core.tools.builtin.memory_tools import GetUserProfileTool, SearchChatHistoryTool
+from agent_core.tools.builtin.memory_tools import GetUserProfileTool, SearchChatHistoryTool, SearchMemoryTool
 from agent_core.tools.builtin.save_file import SaveFileTool
 from agent_core.tools.builtin.time import TimeTool
 from agent_core.tools.frontend import AskUserTool
@@ -81,7 +81,15 @@ def build_table(settings: Settings) -> Table:
 
 
 def build_registry(settings: Settings) -> ToolRegistry:
-    tools = [TimeTool(), HttpGetTool(), SaveFileTool(), AskUserTool(), GetUserProfileTool(), SearchChatHistoryTool()]
+    tools = [
+        TimeTool(),
+        HttpGetTool(),
+        SaveFileTool(),
+        AskUserTool(),
+        GetUserProfileTool(),
+        SearchChatHistoryTool(),
+        SearchMemoryTool(),
+    ]
     return ToolRegistry(tools, default_timezone=settings.default_timezone)
 
 

@@ -34,7 +34,7 @@ async def index_chat(deps: RunDeps, job: MemoryRecordsJob) -> bool:
     if mark is not None:
         records = [r for r in records if r.message_ids[-1] > mark.upto_id]
     written = await memory.add(job.user_id, records)
-    context = kept[-(WINDOW - 1)] if WINDOW > 1 else kept[-1]
+    context = kept[max(0, len(kept) - (WINDOW - 1))]  # the first message the next window needs
     await memory.records.set_mark(job.chat_id, RecordsMark(kept[-1].id, context.created_at))
     return written > 0
 

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from agent_core.container import RunDeps
 from agent_core.domain.ids import now_ms as wall_ms
-from agent_core.domain.jobs import Job, ProfileJob, SessionSummaryJob
+from agent_core.domain.jobs import Job, MemoryRecordsJob, ProfileJob, SessionSummaryJob
 from agent_core.domain.models import Chat, Kind, SessionSummary
 from agent_core.jobs.job_run import job_run
 from agent_core.jobs.memory_records import remember_session
@@ -26,6 +26,8 @@ class SummaryFailed(RuntimeError):
 async def summarize_session(deps: RunDeps, job: SessionSummaryJob) -> bool:
     """Write the session's summary once (idempotent); then queue the profile extraction. False: nothing to do."""
     store = deps.store
+    # The session's exchanges become memory records (a job of their own: idempotent, retried on its own).
+    await deps.work_queue.enqueue(MemoryRecordsJob(chat_id=job.chat_id, user_id=job.user_id))
     if await store.get_session(job.chat_id, job.session_id) is not None:
         return False
     chat = await store.get_chat(job.chat_id, job.user_id)

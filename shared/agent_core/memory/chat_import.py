@@ -8,7 +8,7 @@ from typing import Literal
 
 from agent_core.container import RunDeps
 from agent_core.domain.ids import new_chat_id, sortable_id
-from agent_core.domain.jobs import Job, MemoryRecordsJob, SessionSummaryJob
+from agent_core.domain.jobs import SessionSummaryJob
 from agent_core.domain.models import Chat, Message, Role
 from agent_core.errors import InvalidRequest
 from agent_core.memory.session_rules import new_session_id
@@ -73,11 +73,9 @@ async def import_chat(
     await deps.store.create_chat(chat)
     await deps.store.add_messages(chat.chat_id, stored)
     # The conversation is over: its one session is ended at once (never opened on the chat) and summarised.
-    jobs: list[Job] = [
-        MemoryRecordsJob(chat_id=chat.chat_id, user_id=user_id),
-        SessionSummaryJob(
-            chat_id=chat.chat_id, user_id=user_id, session_id=new_session_id(first), started_at=first, ended_at=last
-        ),
-    ]
-    await deps.work_queue.enqueue_many(jobs)
+    # (The summary job queues the memory records job, as for every ended session.)
+    job = SessionSummaryJob(
+        chat_id=chat.chat_id, user_id=user_id, session_id=new_session_id(first), started_at=first, ended_at=last
+    )
+    await deps.work_queue.enqueue(job)
     return chat, stored

@@ -67,7 +67,7 @@ def hash_vector(text: str, dimensions: int) -> Vector:
 class HashingEmbedder:
     """The offline default: no model weights, no network, the same vector for the same text in every process."""
 
-    def __init__(self, dimensions: int = 512) -> None:
+    def __init__(self, dimensions: int = 1024) -> None:
         self.dimensions = dimensions
         self.name = f"hashing-v1-{dimensions}"
 

@@ -13,8 +13,8 @@ from pydantic import Field
 
 from agent_core.domain.models import Kind, Message, Model, Role
 
-WINDOW = 2  # messages per message record: a user message and the answer to it, in the common case
-STRIDE = 1  # windows start at every message: each exchange is also seen with the message before it
+WINDOW = 4  # messages per message record: two exchanges (what was said, the answer, and what followed)
+STRIDE = 2  # windows start at every second message: each message is in two windows, with context either side
 MAX_CITED = 4  # a record citing more stored messages than this is a summary
 
 
@@ -61,7 +61,9 @@ def message_records(
     kept = dialogue(messages)
     if not kept:
         return []
-    starts = range(0, max(1, len(kept) - size + 1), stride)
+    starts = list(range(0, max(1, len(kept) - size + 1), stride))
+    if starts[-1] + size < len(kept):
+        starts.append(len(kept) - size)  # the tail is covered too
     out = []
     for start in starts:
         window = kept[start : start + size]

@@ -17,9 +17,9 @@ from agent_core.memory.embedding import Vector
 from agent_core.memory.lexical import Bm25Index
 from agent_core.memory.records import MemoryRecord, RecordKind
 
-RRF_K = 60  # reciprocal-rank fusion's constant: 1 / (k + rank) per ranking
+RRF_K = 10  # reciprocal-rank fusion's constant: 1 / (k + rank) per ranking
 CANDIDATES = 200  # each ranking contributes its best this many
-VECTOR_WEIGHT = 1.0
+VECTOR_WEIGHT = 0.5
 LEXICAL_WEIGHT = 1.0
 SUMMARY_WEIGHT = 0.5  # a summary competes with the exchanges it covers at half their weight
 RECENCY_WEIGHT = 0.05  # at most this share of a record's score comes from being recent (a tie-breaker)
@@ -104,8 +104,14 @@ def search(index: UserIndex, query: SearchQuery, vector: Vector) -> tuple[list[H
     order = [int(i) for i in np.argsort(-fused, kind="stable") if fused[i] > 0]
     hits: list[Hit] = []
     total = 0
-    for i in order[: query.limit]:
+    cited: set[str] = set()
+    for i in order:
+        if len(hits) >= query.limit:
+            break
         record = index.records[i]
+        if record.message_ids and cited.issuperset(record.message_ids):
+            continue  # every message it cites is in a better record already (overlapping windows)
+        cited.update(record.message_ids)
         tokens = estimate_text(record.text)
         if query.max_tokens is not None and total + tokens > query.max_tokens:
             break

@@ -9,9 +9,8 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from agent_core.domain.events import Event, RunError
 from agent_core.domain.ids import sortable_id
-from agent_core.domain.jobs import MemoryRecordsJob
 from agent_core.domain.models import Message, Role, RunStatus, ToolCallRecord, TurnResult, Usage
-from agent_core.observability import logger, metrics
+from agent_core.observability import metrics
 from agent_core.runtime.turn import PreparedTurn, release_failed_run
 from agent_core.store.retry import RetryPolicy, retrying
 
@@ -72,17 +71,7 @@ async def persist_run(
     policy = RetryPolicy.of(turn.deps.settings)
     await retrying(lambda: turn.deps.store.finish_turn(run, messages, run.ended_at or 0), policy, "finish_turn")
     turn.result = run.result
-    await _remember(turn)
     _emit_metrics(turn)
-
-
-async def _remember(turn: PreparedTurn) -> None:
-    """The turn's exchange becomes searchable in the background (memory records), off the answer's path."""
-    job = MemoryRecordsJob(chat_id=turn.run.chat_id, user_id=turn.run.user_id)
-    try:
-        await turn.deps.work_queue.enqueue(job)
-    except Exception as exc:  # the next turn's job covers this one's messages too
-        logger.warning("memory records not enqueued", extra={"chatId": job.chat_id, "error": type(exc).__name__})
 
 
 async def abandon_run(turn: PreparedTurn, error: RunError, entries: list[dict[str, Any]]) -> None:

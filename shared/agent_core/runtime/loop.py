@@ -378,6 +378,7 @@ class TurnRunner:
             blobs=self.deps.blobs,
             frontend=self.bridge,
             memory=self.deps.store,
+            records=self.deps.memory,
             public_base_url=self.turn.request.public_base_url,
         )
 

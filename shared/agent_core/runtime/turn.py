@@ -6,6 +6,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 from agent_core.container import RunDeps
 from agent_core.domain.events import Event, RequestQuery, RunCancel, RunError
@@ -25,6 +26,7 @@ from agent_core.errors import (
 from agent_core.memory.calendar import to_ms, zone
 from agent_core.memory.compaction import CompactionPolicy, needs_compaction
 from agent_core.memory.profile import profile_block
+from agent_core.memory.recall import recall_block
 from agent_core.memory.session_rules import plan_session
 from agent_core.observability import logger
 from agent_core.runtime.agents import AgentDefinition
@@ -198,13 +200,25 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         prepared = PreparedTurn(
             deps, req, chat, agent, run, summary, history, created_chat=created, timezone=tz.key, at_ms=at_ms
         )
-        prepared.extra_system = [b for b in (profile_block(profile),) if b]
+        prepared.extra_system = [b for b in (profile_block(profile), await _remembered(deps, req, tz)) if b]
         await _maybe_compact(prepared)
     except BaseException as exc:
         code = exc.code if isinstance(exc, AgentError) else "internal_error"
         await asyncio.shield(release_failed_run(deps, run, code, "the turn could not start", at_ms, req.message))
         raise
     return prepared
+
+
+async def _remembered(deps: RunDeps, req: TurnRequest, tz: ZoneInfo) -> str:
+    """The records relevant to the message ("What you remember"); a failing search costs the turn nothing."""
+    s = deps.settings
+    try:
+        return await recall_block(
+            deps.memory, req.user_id, req.message, tz, s.memory_recall_tokens, s.memory_recall_min_similarity
+        )
+    except Exception as exc:
+        logger.warning("memory recall skipped", extra={"error": type(exc).__name__})
+        return ""
 
 
 async def release_failed_run(

@@ -14,6 +14,7 @@ records") says what replaces it beyond.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -25,11 +26,11 @@ from agent_core.domain.ids import sortable_id
 from agent_core.memory.embedding import Vector
 from agent_core.memory.records import MemoryRecord, RecordKind
 from agent_core.store.schema import PK, SK
-from agent_core.store.table import Item, Key, Put, Table, Update, UpdateOp, WriteOp
+from agent_core.store.table import Item, Key, Table, Update
 
 REC_PREFIX = "REC#"
 VERSION = "VER"
-_GROUP = 25  # records per transaction (with the version update): small items, well under 4 MB
+_GROUP = 16  # records written at a time (PutItem each)
 
 
 def records_pk(user_id: str) -> str:
@@ -127,16 +128,15 @@ class RecordTable:
     async def load(self, user_id: str) -> list[StoredRecord]:
         return [record_from_item(item, user_id) async for item in self._items(user_id)]
 
-    def _bump(self, user_id: str) -> UpdateOp:
-        return UpdateOp(version_key(user_id), Update(set={"version": sortable_id()}))
-
     async def put_records(self, user_id: str, records: list[tuple[MemoryRecord, Vector]], embedder: str) -> None:
-        """Write records (each under its deterministic id: a rewrite is the same item) and a new version."""
-        for start in range(0, len(records), _GROUP):
-            group = records[start : start + _GROUP]
-            ops: list[WriteOp] = [Put(record_item(r, v, embedder)) for r, v in group if r.user_id == user_id]
-            ops.append(self._bump(user_id))
-            await self.table.transact(ops)
+        """Write records (each under its deterministic id: a rewrite is the same item), then a new version (a
+        search meanwhile uses the index it has; the new version makes the next one read them)."""
+        mine = [(r, v) for r, v in records if r.user_id == user_id]
+        for start in range(0, len(mine), _GROUP):
+            group = mine[start : start + _GROUP]
+            await asyncio.gather(*(self.table.put(record_item(r, v, embedder)) for r, v in group))
+        if mine:
+            await self.table.update(version_key(user_id), Update(set={"version": sortable_id()}))
 
     async def _delete(self, user_id: str, keys: list[Key]) -> int:
         if keys:
