@@ -25,7 +25,7 @@ class ImportedMessage:
 
 
 def check_import(messages: list[ImportedMessage], max_message_bytes: int) -> None:
-    """Bounds and order, before anything is written: 400 `too_many_messages`, `messages_out_of_order`,
+    """Bounds and order, before anything is written: 422 `too_many_messages`, `messages_out_of_order`,
     `blank_message`; 413 `message_too_large`."""
     if not messages:
         raise InvalidRequest("messages must not be empty", param="messages", code="no_messages")
