@@ -205,3 +205,23 @@ async def test_a_turn_remembers_what_is_relevant_and_a_greeting_costs_nothing(an
     remembered = [str(m["content"]) for m in question.messages if HEADER in str(m.get("content"))]
     assert len(remembered) == 1 and "El Calafate" in remembered[0] and "[2024-03-01]" in remembered[0]
     assert estimate_text(remembered[0]) <= context.settings.memory_recall_tokens
+
+
+async def test_facts_the_user_states_reach_the_profile_and_become_records(
+    client: httpx.AsyncClient, context: AppContext
+) -> None:
+    said = [
+        ("user", "I'm allergic to peanuts, so no satay for me please.", "2024-04-02T12:00:00Z"),
+        ("assistant", "Noted: no peanuts.", "2024-04-02T12:01:00Z"),
+        ("user", "My favourite city is Lisbon and I love fado music.", "2024-04-02T12:02:00Z"),
+        ("assistant", "Lisbon is wonderful for fado.", "2024-04-02T12:03:00Z"),
+    ]
+    await _import(client, context, said)
+    await context.background.join()  # the profile job, queued by the session summary
+    profile = (await client.get("/api/ap/profile", headers=ALICE)).json()
+    facts = {(f["aspect"], f["key"]): f["value"] for f in profile["facts"]}
+    assert facts[("constraints", "allergy to peanuts")] == "allergic to peanuts"
+    assert facts[("preferences", "favourite city")] == "Lisbon"
+    assert facts[("interests", "fado music")] == "I love fado music"
+    found = await _search(client, query="what food allergy does the user have? peanuts", limit=50)
+    assert any(r["kind"] == "fact" and "allergic to peanuts" in r["text"] for r in found["records"])

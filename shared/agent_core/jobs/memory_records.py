@@ -65,7 +65,7 @@ async def remember_facts(deps: RunDeps, profile: Profile, at_ms: int) -> None:
     """Each profile fact as a record (a fact whose value changed replaces its record)."""
     if deps.memory is None or not profile.facts:
         return
-    known = {r.record_id: r.text for r in (await deps.memory.index(profile.user_id)).records}
+    known = {s.record.record_id: s.record.text for s in await deps.memory.records.load(profile.user_id)}
     records = [
         summary_record(profile.user_id, RecordKind.FACT, f"{f.aspect}:{f.key}", f"{f.key}: {f.value}", "", [], at_ms)
         for f in profile.facts

@@ -55,11 +55,15 @@ def _weight(feature: str) -> float:
 
 def hash_vector(text: str, dimensions: int) -> Vector:
     """The text's hashed feature vector (zeros for a text with no content words)."""
-    vector = np.zeros(dimensions, dtype=np.float32)
+    buckets: dict[int, float] = {}
     for feature, count in _features(text).items():
         digest = zlib.crc32(feature.encode("utf-8"))
-        sign = 1.0 if digest & 0x80000000 else -1.0
-        vector[digest % dimensions] += sign * _weight(feature) * (1.0 + math.log(count))
+        value = _weight(feature) * (1.0 + math.log(count))
+        index = digest % dimensions
+        buckets[index] = buckets.get(index, 0.0) + (value if digest & 0x80000000 else -value)
+    vector = np.zeros(dimensions, dtype=np.float32)
+    if buckets:
+        vector[np.fromiter(buckets.keys(), dtype=np.int64)] = np.fromiter(buckets.values(), dtype=np.float32)
     norm = float(np.linalg.norm(vector))
     return vector / norm if norm > 0 else vector
 

@@ -65,7 +65,11 @@ class LongTermMemory:
         return UserIndex.build(records, [v for v in vectors if v is not None], dims)
 
     async def known_ids(self, user_id: str) -> set[str]:
-        return {r.record_id for r in (await self.index(user_id)).records}
+        """The ids the user has: from the index when it is current, else read (no index built for a write)."""
+        cached = self._cache.get(user_id)
+        if cached is not None and cached[0] == await self.records.version(user_id):
+            return {r.record_id for r in cached[1].records}
+        return {s.record.record_id for s in await self.records.load(user_id)}
 
     async def add(self, user_id: str, records: list[MemoryRecord], *, replace: bool = False) -> int:
         """Embed and write the records the user does not have yet (all of them with `replace`: a summary that

@@ -4,6 +4,7 @@ stem, and the stop words that carry no topic (so a greeting matches nothing)."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -21,6 +22,7 @@ _STOP = """
 STOP_WORDS = frozenset(_STOP.split())
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A light suffix stripper (plural, -ing, -ed, -ly): enough to join "hiking"/"hike", "paintings"/"painting"."""
     if len(word) <= 3 or not word.isascii():
