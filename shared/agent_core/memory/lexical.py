@@ -36,10 +36,10 @@ class Bm25Index:
             idf = math.log(1 + (self.size - len(docs) + 0.5) / (len(docs) + 0.5))
             self._postings[term] = (d, (idf * freq * (K1 + 1) / (freq + norm[d])).astype(np.float32))
 
-    def scores(self, query: str) -> np.ndarray:
-        """Each record's BM25 score for the query's content terms (zeros where none matches)."""
+    def scores(self, query: str, ignore: frozenset[str] = frozenset()) -> np.ndarray:
+        """Each record's BM25 score for the query's content terms (zeros where none matches), `ignore`d left out."""
         out = np.zeros(self.size, dtype=np.float32)
-        for term in set(terms(query)):
+        for term in set(terms(query)) - ignore:
             hit = self._postings.get(term)
             if hit is not None:
                 out[hit[0]] += hit[1]

@@ -16,12 +16,13 @@ from agent_core.llm.tokens import estimate_text
 from agent_core.memory.embedding import Vector
 from agent_core.memory.lexical import Bm25Index
 from agent_core.memory.records import MemoryRecord, RecordKind
+from agent_core.memory.terms import SMALL_TALK
 
 RRF_K = 10  # reciprocal-rank fusion's constant: 1 / (k + rank) per ranking
 CANDIDATES = 200  # each ranking contributes its best this many
 VECTOR_WEIGHT = 0.5
 LEXICAL_WEIGHT = 1.0
-SUMMARY_WEIGHT = 0.5  # a summary competes with the exchanges it covers at half their weight
+SUMMARY_WEIGHT = 0.25  # a summary (long, and covering exchanges that are records too) ranks at a quarter
 RECENCY_WEIGHT = 0.05  # at most this share of a record's score comes from being recent (a tie-breaker)
 
 
@@ -57,7 +58,7 @@ class SearchQuery:
     max_tokens: int | None = None
     start: int | None = None  # epoch ms, inclusive
     end: int | None = None  # epoch ms, exclusive
-    min_similarity: float | None = None  # the relevance floor: a record needs a common word and this cosine
+    min_similarity: float | None = None  # the relevance floor: a common word (not small talk) and this cosine
 
 
 def _ranks(scores: np.ndarray, eligible: np.ndarray) -> np.ndarray:
@@ -90,7 +91,9 @@ def search(index: UserIndex, query: SearchQuery, vector: Vector) -> tuple[list[H
         similarity = np.zeros(n, dtype=np.float32)
     eligible = window & ((lexical > 0) | (similarity > 0))
     if query.min_similarity is not None:
-        eligible &= (lexical > 0) & (similarity >= query.min_similarity)
+        # The relevance floor: a word in common beyond small talk, and vectors at least this close.
+        topical = index.lexical.scores(query.text, ignore=SMALL_TALK) > 0
+        eligible &= topical & (similarity >= query.min_similarity)
     lex_rank = _ranks(lexical, eligible & (lexical > 0))
     vec_rank = _ranks(similarity, eligible & (similarity > 0))
     fused = np.zeros(n, dtype=np.float64)

@@ -68,3 +68,13 @@ def _split_cjk(token: str) -> list[str]:
 def terms(text: str) -> list[str]:
     """The content terms of a text, stemmed, stop words dropped (in order, repeats kept)."""
     return [stem(w) for w in words(text) if w not in STOP_WORDS]
+
+
+_SMALL_TALK = """
+    today tonight tomorrow yesterday morning evening night afternoon day days week weekend nice cool fine bye goodbye
+    see seeing again lol haha hehe welcome sorry glad happy awesome wow whats going doing way thing things lot bit
+    time new long dear friend guys everyone chat talk talking soon later wonderful amazing fantastic care take
+    catch good morning cheers hows life busy lately back
+"""
+SMALL_TALK = frozenset(stem(w) for w in _SMALL_TALK.split())
+"""Words of greetings and small talk: a record matched only through them is not relevant to a turn."""
