@@ -43,7 +43,9 @@ def test_an_imported_conversation_is_summarised_indexed_and_searched_as_deployed
     assert imported["statusCode"] == 201, imported
     out = _json(imported)
     assert len(out["messageIds"]) == 4
-    stack.llm.enqueue(StubScript.text('{"summary": "Ida trains for the Lisbon half marathon.", "keyTopics": ["running"]}'))
+    stack.llm.enqueue(
+        StubScript.text('{"summary": "Ida trains for the Lisbon half marathon.", "keyTopics": ["running"]}')
+    )
     assert len(_run_jobs(stack, "session_summary")) == 1
     assert len(_run_jobs(stack, "memory_records")) == 1  # queued by the worker with the summary
     query = {"query": "How often does Ida run for the half marathon?", "maxTokens": 400}

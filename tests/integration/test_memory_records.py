@@ -225,3 +225,42 @@ async def test_facts_the_user_states_reach_the_profile_and_become_records(
     assert facts[("interests", "fado music")] == "I love fado music"
     found = await _search(client, query="what food allergy does the user have? peanuts", limit=50)
     assert any(r["kind"] == "fact" and "allergic to peanuts" in r["text"] for r in found["records"])
+
+
+async def test_search_memory_and_search_chat_history_with_a_query_use_the_records(
+    client: httpx.AsyncClient, context: AppContext
+) -> None:
+    from datetime import UTC, datetime
+
+    from agent_core.tools.base import ToolContext
+    from agent_core.tools.builtin.memory_tools import (
+        HistoryArgs,
+        MemorySearchArgs,
+        SearchChatHistoryTool,
+        SearchMemoryTool,
+    )
+
+    await _import(client, context, TRIP)
+    await _import(client, context, PIANO)
+    tool_context = ToolContext(
+        request_id="r",
+        conversation_id="c",
+        user_id="alice",
+        settings=context.settings,
+        timezone="UTC",
+        now=datetime(2024, 6, 1, tzinfo=UTC),
+        memory=context.deps.store,
+        records=context.deps.memory,
+    )
+    found = await SearchMemoryTool().run(MemorySearchArgs(query="which car rental in El Calafate"), tool_context)
+    assert found["records"].startswith("- [2024-03-01] ") and "El Calafate" in found["records"]
+    may = await SearchMemoryTool().run(
+        MemorySearchArgs(query="El Calafate car piano", start="2024-05-01", end="2024-05-31"), tool_context
+    )
+    assert "Chopin" in may["records"] and "Calafate" not in may["records"]
+    history = await SearchChatHistoryTool().run(
+        HistoryArgs(start="2024-03-01", end="2024-03-02", query="Clara dog"), tool_context
+    )
+    assert "Clara" in history["records"] and "[2024-03-01]" in history["records"]
+    nothing = await SearchMemoryTool().run(MemorySearchArgs(query="quantum chromodynamics"), tool_context)
+    assert nothing["records"] == "(no records)"

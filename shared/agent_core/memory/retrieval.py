@@ -23,6 +23,7 @@ CANDIDATES = 200  # each ranking contributes its best this many
 VECTOR_WEIGHT = 0.5
 LEXICAL_WEIGHT = 1.0
 SUMMARY_WEIGHT = 0.25  # a summary (long, and covering exchanges that are records too) ranks at a quarter
+VECTOR_ONLY_MIN = 0.1  # the least cosine of a record found by its vector alone
 RECENCY_WEIGHT = 0.05  # at most this share of a record's score comes from being recent (a tie-breaker)
 
 
@@ -89,13 +90,14 @@ def search(index: UserIndex, query: SearchQuery, vector: Vector) -> tuple[list[H
     similarity = index.matrix @ vector.astype(np.float32) if index.matrix.shape[1] == vector.shape[0] else None
     if similarity is None:
         similarity = np.zeros(n, dtype=np.float32)
-    eligible = window & ((lexical > 0) | (similarity > 0))
+    # A record with no word in common needs a cosine above chance (hashing collisions give small ones).
+    eligible = window & ((lexical > 0) | (similarity >= VECTOR_ONLY_MIN))
     if query.min_similarity is not None:
         # The relevance floor: a word in common beyond small talk, and vectors at least this close.
         topical = index.lexical.scores(query.text, ignore=SMALL_TALK) > 0
         eligible &= topical & (similarity >= query.min_similarity)
     lex_rank = _ranks(lexical, eligible & (lexical > 0))
-    vec_rank = _ranks(similarity, eligible & (similarity > 0))
+    vec_rank = _ranks(similarity, eligible & (similarity >= VECTOR_ONLY_MIN))
     fused = np.zeros(n, dtype=np.float64)
     fused += np.where(lex_rank > 0, LEXICAL_WEIGHT / (RRF_K + lex_rank), 0.0)
     fused += np.where(vec_rank > 0, VECTOR_WEIGHT / (RRF_K + vec_rank), 0.0)
