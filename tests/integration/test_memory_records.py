@@ -196,7 +196,7 @@ async def test_a_turn_remembers_what_is_relevant_and_a_greeting_costs_nothing(an
             await _import(importer, offline, TRIP)
         answer = await client.post("/api/v1/conversations", json={}, headers=ALICE)
         cid = answer.json()["conversationId"]
-        await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "Hi! How are you?"}, headers=ALICE)
+        await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "Welcome back! Nice to see you again today."}, headers=ALICE)
         await client.post(
             f"/api/v1/conversations/{cid}/chat", json={"message": "Where do we fly into for Patagonia?"}, headers=ALICE
         )
