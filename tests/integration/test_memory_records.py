@@ -16,6 +16,7 @@ from agent_core.context import AppContext, build_context
 from agent_core.domain.jobs import MemoryRecordsJob
 from agent_core.llm.tokens import estimate_text
 from agent_core.memory.recall import HEADER
+from agent_core.store.memory_records import mark_key
 from agent_core.store.table import Table
 from tests.support.fake_llm import ScriptedLlm
 from tests.support.fixtures import make_settings
@@ -123,6 +124,8 @@ async def test_a_retried_records_job_writes_each_record_once(client: httpx.Async
     before = await memory.records.load("alice")
     version = await memory.records.version("alice")
     await context.jobs(MemoryRecordsJob(chat_id=out["chatId"], user_id="alice"))  # a redelivered message
+    # A job that wrote its records and then failed before moving the chat's mark: run again from scratch.
+    await context.deps.store.records.table.delete(mark_key(out["chatId"]))
     await context.jobs(MemoryRecordsJob(chat_id=out["chatId"], user_id="alice"))
     after = await memory.records.load("alice")
     assert sorted(s.record.record_id for s in after) == sorted(s.record.record_id for s in before)
@@ -196,7 +199,11 @@ async def test_a_turn_remembers_what_is_relevant_and_a_greeting_costs_nothing(an
             await _import(importer, offline, TRIP)
         answer = await client.post("/api/v1/conversations", json={}, headers=ALICE)
         cid = answer.json()["conversationId"]
-        await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "Welcome back! Nice to see you again today."}, headers=ALICE)
+        await client.post(
+            f"/api/v1/conversations/{cid}/chat",
+            json={"message": "Welcome back! Nice to see you again today."},
+            headers=ALICE,
+        )
         await client.post(
             f"/api/v1/conversations/{cid}/chat", json={"message": "Where do we fly into for Patagonia?"}, headers=ALICE
         )
