@@ -151,11 +151,40 @@ def run(folder: str) -> dict[str, Any]:
                 started = time.perf_counter()
                 client.get("/api/ap/profile", headers=headers).raise_for_status()
                 floor.append((time.perf_counter() - started) * 1000)
+        heavy = _heavy_user(client, files)
     plain_tokens = asyncio.run(_plain_turn_tokens(data_dir, users))
     shutil.rmtree(data_dir, ignore_errors=True)
     result = report(scores, latencies, imported, import_s, plain_tokens, len(files))
     result["profile_get_ms"] = {"p50": round(percentile(floor, 50), 1), "p95": round(percentile(floor, 95), 1)}
+    result["heavy_user"] = heavy
     return result
+
+
+def _heavy_user(client: httpx.Client, files: list[Path]) -> dict[str, Any]:
+    """One user holding all five conversations (every session a chat): search latency at that size."""
+    headers = {"X-User-Id": "locomo-all"}
+    questions: list[str] = []
+    messages = 0
+    for path in files:
+        data = json.loads(path.read_text())
+        conv = data.get("conversation", data)
+        for n, at, turns in sessions(conv):
+            client.post(
+                "/api/ap/chats/import", json=import_body(conv, n, at, turns), headers=headers
+            ).raise_for_status()
+            messages += len(turns)
+        questions += [str(q["question"]) for q in data["qa"] if int(q.get("category", 0)) in CATEGORIES]
+    client.post("/api/dev/jobs/idle-sessions", headers=headers).raise_for_status()
+    timings = []
+    for question in questions:
+        started = time.perf_counter()
+        client.post("/api/ap/memory/search", json={"query": question, "maxTokens": MAX_TOKENS}, headers=headers)
+        timings.append((time.perf_counter() - started) * 1000)
+    return {
+        "messages": messages,
+        "searches": len(timings),
+        "search_ms": {"p50": round(percentile(timings, 50), 1), "p95": round(percentile(timings, 95), 1)},
+    }
 
 
 async def _plain_turn_tokens(data_dir: str, users: list[str]) -> list[int]:
