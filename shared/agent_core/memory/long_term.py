@@ -27,9 +27,11 @@ class LongTermMemory:
         self._cached_users = cached_users
         self._locks: dict[str, asyncio.Lock] = {}
 
-    async def index(self, user_id: str) -> UserIndex:
-        """The user's records ready to search: reused while the stored version is the one it was built from."""
-        version = await self.records.version(user_id)
+    async def index(self, user_id: str, version: str | None = None) -> UserIndex:
+        """The user's records ready to search: reused while the stored version is the one it was built from
+        (`version`: the token the caller read already, e.g. with the turn's context; else it is read)."""
+        if version is None:
+            version = await self.records.version(user_id)
         cached = self._cache.get(user_id)
         if cached is not None and cached[0] == version:
             self._cache.move_to_end(user_id)
@@ -84,9 +86,14 @@ class LongTermMemory:
         await self.records.put_records(user_id, list(zip(records, vectors, strict=True)), self.embedder.name)
         return len(records)
 
-    async def search(self, user_id: str, query: SearchQuery) -> tuple[list[Hit], int]:
-        """The caller's best records for the query (see `retrieval.search`); never another user's."""
-        index = await self.index(user_id)
+    async def search(self, user_id: str, query: SearchQuery, version: str | None = None) -> tuple[list[Hit], int]:
+        """The caller's best records for the query (see `retrieval.search`); never another user's. A user with no
+        records (version "") costs no read and no embedding."""
+        if version is None:
+            version = await self.records.version(user_id)
+        if version == "":
+            return [], 0
+        index = await self.index(user_id, version)
         if not index.records or not query.text.strip():
             return [], 0
         (vector,) = await self.embedder.embed([query.text])

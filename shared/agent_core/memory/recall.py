@@ -20,14 +20,21 @@ def cite(hit: Hit, tz: ZoneInfo) -> str:
 
 
 async def recall_block(
-    memory: LongTermMemory | None, user_id: str, message: str, tz: ZoneInfo, budget: int, min_similarity: float
+    memory: LongTermMemory | None,
+    user_id: str,
+    message: str,
+    tz: ZoneInfo,
+    budget: int,
+    min_similarity: float,
+    version: str | None = None,
 ) -> str:
-    """The block for the prompt, its estimate within `budget` tokens; '' when nothing passes the floor."""
+    """The block for the prompt, its estimate within `budget` tokens; '' when nothing passes the floor.
+    `version`: the user's records' version token when the caller has read it (the turn's context)."""
     if memory is None or budget <= 0 or not message.strip():
         return ""
     used = estimate_text(HEADER)
     query = SearchQuery(message, limit=MAX_RECORDS, max_tokens=budget - used, min_similarity=min_similarity)
-    hits, _ = await memory.search(user_id, query)
+    hits, _ = await memory.search(user_id, query, version)
     lines = [HEADER]
     for hit in hits:
         line = cite(hit, tz)

@@ -98,7 +98,11 @@ def chat_name(message: str) -> str:
     return message.strip()[:CHAT_NAME_CHARS]
 
 
-async def _open_chat(deps: RunDeps, req: TurnRequest, at_ms: int) -> tuple[Chat, Summary | None, Profile | None, bool]:
+async def _open_chat(
+    deps: RunDeps, req: TurnRequest, at_ms: int
+) -> tuple[Chat, Summary | None, Profile | None, bool, str | None]:
+    """The chat (created when the request names none), its summary, the profile, whether it was created, and the
+    user's memory records' version (read with the context; None for a new chat: read when recalled)."""
     if req.chat_id is None:
         chat = Chat(
             chat_id=new_chat_id(),
@@ -109,11 +113,11 @@ async def _open_chat(deps: RunDeps, req: TurnRequest, at_ms: int) -> tuple[Chat,
             last_activity_at=at_ms,
         )
         await deps.store.create_chat(chat)
-        return chat, None, await deps.store.get_profile(req.user_id), True
+        return chat, None, await deps.store.get_profile(req.user_id), True, None
     context = await deps.store.load_turn_context(req.chat_id, req.user_id)
     if context is None:
         raise NotFound("conversation not found", param=req.chat_param, code="conversation_not_found")
-    return context.chat, context.summary, context.profile, False
+    return context.chat, context.summary, context.profile, False, context.records_version
 
 
 def history_limit(deps: RunDeps) -> int:
@@ -130,7 +134,7 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
     s = deps.settings
     validate_message(req.message, s.max_message_bytes)
     at_ms = to_ms(req.now) if req.now else now_ms()
-    chat, summary, profile, created = await _open_chat(deps, req, at_ms)
+    chat, summary, profile, created, records_version = await _open_chat(deps, req, at_ms)
     agent = deps.agents.get(req.agent_key or chat.agent_key)
     tz = zone(req.timezone or (profile.timezone if profile else None), s.default_timezone)
     run_id = new_run_id()
@@ -200,7 +204,9 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         prepared = PreparedTurn(
             deps, req, chat, agent, run, summary, history, created_chat=created, timezone=tz.key, at_ms=at_ms
         )
-        prepared.extra_system = [b for b in (profile_block(profile), await _remembered(deps, req, tz)) if b]
+        prepared.extra_system = [
+            b for b in (profile_block(profile), await _remembered(deps, req, tz, records_version)) if b
+        ]
         await _maybe_compact(prepared)
     except BaseException as exc:
         code = exc.code if isinstance(exc, AgentError) else "internal_error"
@@ -209,12 +215,12 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
     return prepared
 
 
-async def _remembered(deps: RunDeps, req: TurnRequest, tz: ZoneInfo) -> str:
+async def _remembered(deps: RunDeps, req: TurnRequest, tz: ZoneInfo, version: str | None) -> str:
     """The records relevant to the message ("What you remember"); a failing search costs the turn nothing."""
     s = deps.settings
     try:
         return await recall_block(
-            deps.memory, req.user_id, req.message, tz, s.memory_recall_tokens, s.memory_recall_min_similarity
+            deps.memory, req.user_id, req.message, tz, s.memory_recall_tokens, s.memory_recall_min_similarity, version
         )
     except Exception as exc:
         logger.warning("memory recall skipped", extra={"error": type(exc).__name__})

@@ -43,6 +43,7 @@ class TurnContext:
     chat: Chat
     summary: Summary | None
     profile: Profile | None = None
+    records_version: str = ""  # the user's memory records' version token ("": the user has none)
 
 
 @dataclass

@@ -34,7 +34,7 @@ from agent_core.store.blob import BlobStore
 from agent_core.store.cursor import decode_cursor, encode_cursor
 from agent_core.store.hierarchy import HierarchyStore
 from agent_core.store.item_size import item_size
-from agent_core.store.memory_records import RecordStore, RecordTable
+from agent_core.store.memory_records import VERSION, RecordStore, RecordTable, records_pk, version_key
 from agent_core.store.schema import GSI1, GSI2, GSI3, PK, SK
 from agent_core.store.spill import Spiller, chat_spill_prefixes
 from agent_core.store.table import (
@@ -146,8 +146,8 @@ class TableStore(HierarchyStore, Store):
             start = page.last_key
 
     async def load_turn_context(self, chat_id: str, user_id: str) -> TurnContext | None:
-        """The chat, its rolling summary and the user's profile: one BatchGetItem."""
-        keys = [it.meta_key(chat_id), it.summary_key(chat_id), it.profile_key(user_id)]
+        """The chat, its rolling summary, the user's profile and memory records' version: one BatchGetItem."""
+        keys = [it.meta_key(chat_id), it.summary_key(chat_id), it.profile_key(user_id), version_key(user_id)]
         found = await self.table.batch_get(keys)
         by_key = {(i[PK], i[SK]): i for i in found}
         meta = by_key.get((it.chat_pk(chat_id), it.META))
@@ -155,10 +155,12 @@ class TableStore(HierarchyStore, Store):
             return None
         summary = by_key.get((it.chat_pk(chat_id), it.SUMMARY))
         profile = by_key.get((it.user_pk(user_id), "PROFILE"))
+        version = by_key.get((records_pk(user_id), VERSION))
         return TurnContext(
             chat=it.chat_from_item(meta),
             summary=it.summary_from_item(summary) if summary else None,
             profile=it.profile_from_item(profile) if profile else None,
+            records_version=str(version["version"]) if version else "",
         )
 
     async def list_messages(self, chat_id: str, user_id: str, limit: int, cursor: str | None) -> MessagePage | None:
