@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from agent_core.domain.text import CJK_IDEOGRAPHS
+
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_CJK = re.compile(f"[\u3040-\u30ff{CJK_IDEOGRAPHS}\uac00-\ud7af]")  # kana, ideographs, hangul
 
 _STOP = """
     a about above after again against all am an and any are as at be because been before being below between
