@@ -172,7 +172,7 @@ _CONVERSATIONS = frozenset(
 
 CHAT = FunctionSpec(
     name="chat",
-    description="Conversation routes (buffered): /api/v1/conversations..., /api/ap/chat(s), agents, profile",
+    description="Conversation routes (buffered): /api/v1/conversations..., /api/ap/chat(s), agents, profile, memory",
     memory_mb=1024,
     timeout_s=29,
     needs=_CONVERSATIONS,
@@ -184,6 +184,8 @@ CHAT = FunctionSpec(
         Route("/api/ap/chat/{chatId}/end", ("POST",)),
         Route("/api/ap/agents", ("GET",)),
         Route("/api/ap/profile", ("GET", "PATCH", "DELETE")),
+        Route("/api/ap/memory/search", ("POST",)),
+        Route("/api/ap/chats/import", ("POST",)),
     ),
 )
 

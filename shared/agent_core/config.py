@@ -161,6 +161,38 @@ class Settings(BaseSettings):
         alias="AGENT_MEMORY_MAX_PROMPT_TOKENS",
         description="Estimated prompt tokens the history may fill; older turns are dropped whole beyond it",
     )
+    memory_embedder: Literal["hashing", "openai", "bedrock"] = Field(
+        "hashing",
+        alias="AGENT_MEMORY_EMBEDDER",
+        description="How memory records are embedded: `hashing` (offline feature hashing, no model), `openai` "
+        "(the configured endpoint's /v1/embeddings), `bedrock` (Titan Text Embeddings v2)",
+    )
+    memory_embedding_model: str = Field(
+        "",
+        alias="AGENT_MEMORY_EMBEDDING_MODEL",
+        description="The embedding model; empty: `text-embedding-3-small` (openai), "
+        "`amazon.titan-embed-text-v2:0` (bedrock)",
+    )
+    memory_embedding_dimensions: int = Field(
+        1024,
+        ge=64,
+        le=3072,
+        alias="AGENT_MEMORY_EMBEDDING_DIMENSIONS",
+        description="Size of the memory vectors (Titan v2: 256, 512 or 1024); changing it re-embeds on read",
+    )
+    memory_recall_tokens: int = Field(
+        800,
+        ge=0,
+        alias="AGENT_MEMORY_RECALL_TOKENS",
+        description='Estimated tokens of remembered records a turn\'s prompt may get ("What you remember"); 0: none',
+    )
+    memory_recall_min_similarity: float = Field(
+        0.2,
+        ge=0.0,
+        le=1.0,
+        alias="AGENT_MEMORY_RECALL_MIN_SIMILARITY",
+        description="The relevance floor of records added to a turn: a common word and at least this cosine",
+    )
     tool_output_window_chars: int = Field(
         2000,
         alias="AGENT_MEMORY_TOOL_OUTPUT_CHARS",

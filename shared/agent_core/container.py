@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from agent_core.config import Settings
 from agent_core.domain.jobs import WorkQueue
 from agent_core.llm.base import LlmClient
+from agent_core.memory.long_term import LongTermMemory
 from agent_core.runtime.agents import AgentCatalog
 from agent_core.runtime.cancel import CancelRegistry
 from agent_core.store.base import Store
@@ -28,6 +29,7 @@ class RunDeps:
     blobs: BlobStore | None = None
     cancels: CancelRegistry = field(default_factory=CancelRegistry)
     mcp: McpCatalog | None = None
+    memory: LongTermMemory | None = None  # long-term memory records (search, and the jobs that write them)
     links: DataLinks | None = None  # data-file links; built from `settings` unless given (a test's clock)
 
     def __post_init__(self) -> None:

@@ -22,6 +22,8 @@ from agent_core.jobs.inprocess import InProcessWorkQueue, JobJournal
 from agent_core.jobs.report import JobReport
 from agent_core.jobs.responses import background_responses
 from agent_core.llm.base import LlmClient
+from agent_core.memory.embedding import Embedder, HashingEmbedder
+from agent_core.memory.long_term import LongTermMemory
 from agent_core.runtime.agents import catalog
 from agent_core.store.aws_client import boto_client
 from agent_core.store.base import Store
@@ -32,7 +34,7 @@ from agent_core.store.responses import ResponseStore
 from agent_core.store.table import Table
 from agent_core.store.table_store import TableStore
 from agent_core.tools.builtin.http_get import HttpGetTool
-from agent_core.tools.builtin.memory_tools import GetUserProfileTool, SearchChatHistoryTool
+from agent_core.tools.builtin.memory_tools import GetUserProfileTool, SearchChatHistoryTool, SearchMemoryTool
 from agent_core.tools.builtin.save_file import SaveFileTool
 from agent_core.tools.builtin.time import TimeTool
 from agent_core.tools.frontend import AskUserTool
@@ -79,7 +81,15 @@ def build_table(settings: Settings) -> Table:
 
 
 def build_registry(settings: Settings) -> ToolRegistry:
-    tools = [TimeTool(), HttpGetTool(), SaveFileTool(), AskUserTool(), GetUserProfileTool(), SearchChatHistoryTool()]
+    tools = [
+        TimeTool(),
+        HttpGetTool(),
+        SaveFileTool(),
+        AskUserTool(),
+        GetUserProfileTool(),
+        SearchChatHistoryTool(),
+        SearchMemoryTool(),
+    ]
     return ToolRegistry(tools, default_timezone=settings.default_timezone)
 
 
@@ -126,6 +136,19 @@ def provider_llm(settings: Settings, provider: str) -> LlmClient:
     return OpenAiLlmClient(settings)
 
 
+def build_embedder(settings: Settings) -> Embedder:
+    """The configured Embedder: offline feature hashing (default), the OpenAI-compatible endpoint, or Titan."""
+    if settings.memory_embedder == "openai":
+        from agent_core.memory.embedders import OpenAiEmbedder
+
+        return OpenAiEmbedder(settings)
+    if settings.memory_embedder == "bedrock":
+        from agent_core.memory.embedders import TitanEmbedder
+
+        return TitanEmbedder(settings)
+    return HashingEmbedder(settings.memory_embedding_dimensions)
+
+
 def build_context(
     settings: Settings,
     *,
@@ -133,10 +156,12 @@ def build_context(
     llm: LlmClient | None = None,
     audit: AuditSink | None = None,
     blobs: BlobStore | None = None,
+    embedder: Embedder | None = None,
     job_handlers: HandlerMap | None = None,
     schedules: Mapping[ScheduledJob, ScheduledPass] | None = None,
 ) -> AppContext:
-    """Wire everything; tests pass their own table, LLM, audit sink, blob store, job handlers or scheduled passes."""
+    """Wire everything; tests pass their own table, LLM, audit sink, blob store, embedder, job handlers or scheduled
+    passes."""
     journal: JobJournal | None = None
     if table is None and settings.effective_storage == "embedded":
         from agent_core.store.embedded import open_embedded
@@ -168,6 +193,7 @@ def build_context(
         work_queue=work_queue,
         blobs=blobs,
         mcp=McpCatalog(settings, env=settings.environment()),
+        memory=LongTermMemory(store.records, embedder or build_embedder(settings)),
     )
     jobs = JobRunner(job_handlers, deps)
     background.serve(jobs)  # the SQS worker runs the same `jobs` (lambda_entry)

@@ -20,7 +20,7 @@ WRITE_ATTEMPTS = 5  # AGENT_STORE_WRITE_ATTEMPTS' default: a lasting fault outli
 
 # The calls of one such turn, in order (the cancel watch's timing-dependent polls aside).
 TURN_CALLS = [
-    Call("dynamodb", "BatchGetItem"),  # chat, rolling summary, profile
+    Call("dynamodb", "BatchGetItem"),  # chat, rolling summary, profile, memory records version
     Call("dynamodb", "TransactWriteItems"),  # request marker, lease, USER message, RUN item, pointer
     Call("dynamodb", "Query"),  # the uncovered history
     Call("s3", "PutObject"),  # spilled: the answer message's content

@@ -125,7 +125,9 @@ def test_idle_pass_with_sqs_failing_loses_nothing_and_the_id_flows_into_the_work
     }
     (session,) = entry.run(ctx.deps.store.list_sessions(chat_id))
     assert session.summary and not session.skipped
-    (profile_job,) = [json.loads(m["Body"]) for m in _receive_all(queue_url)]
+    # The summary queues the session's memory records and then the profile facts, both under the same run id.
+    records_job, profile_job = [json.loads(m["Body"]) for m in _receive_all(queue_url)]
+    assert records_job["kind"] == "memory_records" and records_job["job_run_id"] == run_id
     assert profile_job["kind"] == "profile" and profile_job["job_run_id"] == run_id
 
     lines = _log_lines(log_output.getvalue())

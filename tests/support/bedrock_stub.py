@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from tests.support.loopback import Loopback, LoopbackServer
+from tests.support.openai_stub import word_vector
 
 # How often the serving thread looks for a stop request: a stub stops within this (tests start one each).
 DEFAULT_REPLY = "bedrock stub reply"
@@ -180,6 +181,9 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         parts = self.path.split("?")[0].split("/")
+        if len(parts) == 4 and parts[1] == "model" and parts[3] == "invoke":
+            self._invoke(unquote(parts[2]), json.loads(raw or b"{}"))
+            return
         if len(parts) != 4 or parts[1] != "model" or parts[3] != "converse-stream":
             self._send_error(404, "UnknownOperationException", f"no route {self.path}")
             return
@@ -206,6 +210,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def _invoke(self, model_id: str, body: dict[str, Any]) -> None:
+        """InvokeModel for Titan Text Embeddings v2: `{inputText, dimensions, normalize}` -> `{embedding}`."""
+        self.server.stub.invocations.append(BedrockCall(model_id, body, dict(self.headers.items())))
+        if "inputText" not in body or not model_id.startswith("amazon.titan-embed"):
+            self._send_error(400, "ValidationException", "not a Titan embeddings request")
+            return
+        text = str(body["inputText"])
+        vector = word_vector(text, int(body.get("dimensions") or 1024))
+        data = json.dumps({"embedding": vector, "inputTextTokenCount": len(text.split())}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def _send_error(self, status: int, error_type: str, message: str) -> None:
         data = json.dumps({"message": message}).encode()
@@ -236,6 +255,7 @@ class BedrockStub(Loopback):
     def __init__(self, default_reply: str = DEFAULT_REPLY) -> None:
         self.default_reply = default_reply
         self.calls: list[BedrockCall] = []
+        self.invocations: list[BedrockCall] = []  # InvokeModel (embeddings) requests, in order
         self._scripts: deque[BedrockScript] = deque()
         # Consulted before the queue: a script chosen by the request (calls whose order is not fixed).
         self.responder: Callable[[BedrockCall], BedrockScript | None] | None = None

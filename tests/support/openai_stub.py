@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import re
+import struct
 import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -166,6 +170,9 @@ class _Handler(BaseHTTPRequestHandler):
         """Record the request and play the next script."""
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self.path.split("?")[0].rstrip("/").endswith("/embeddings"):
+            self._embeddings(json.loads(raw or b"{}"))
+            return
         if not self.path.split("?")[0].rstrip("/").endswith("/chat/completions"):
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
@@ -179,6 +186,22 @@ class _Handler(BaseHTTPRequestHandler):
             self._stream(script, str(body.get("model", "stub-model")))
         else:
             self._send_json(200, _completion(script, str(body.get("model", "stub-model"))), script.headers)
+
+    def _embeddings(self, body: dict[str, Any]) -> None:
+        """POST /v1/embeddings: a bag-of-words vector per input (float list, or base64 float32 as the SDK asks)."""
+        self.server.stub.embedding_requests.append(body)
+        self.server.stub.embedding_headers.append({k.lower(): v for k, v in self.headers.items()})
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        dims = int(body.get("dimensions") or 1536)
+        data = []
+        for index, text in enumerate(texts):
+            vector = word_vector(str(text), dims)
+            encoded: Any = vector
+            if body.get("encoding_format") == "base64":
+                encoded = base64.b64encode(struct.pack(f"<{dims}f", *vector)).decode()
+            data.append({"object": "embedding", "index": index, "embedding": encoded})
+        usage = {"prompt_tokens": sum(len(str(t).split()) for t in texts), "total_tokens": 0}
+        self._send_json(200, {"object": "list", "data": data, "model": body.get("model"), "usage": usage})
 
     def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
@@ -254,6 +277,15 @@ def _completion(script: StubScript, model: str) -> dict[str, Any]:
     }
 
 
+def word_vector(text: str, dimensions: int) -> list[float]:
+    """A stand-in embedding: each lower-cased word counted in a bucket of its CRC-32 (texts sharing words are
+    close; the embedder under test must still normalise it)."""
+    vector = [0.0] * dimensions
+    for word in re.findall(r"\w+", text.lower()):
+        vector[zlib.crc32(word.encode()) % dimensions] += 1.0
+    return vector
+
+
 class _Server(LoopbackServer):
     stub: OpenAiStub
 
@@ -265,6 +297,8 @@ class OpenAiStub(Loopback):
         self.default_reply = default_reply
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.embedding_requests: list[dict[str, Any]] = []  # POST /v1/embeddings bodies, in order
+        self.embedding_headers: list[dict[str, str]] = []  # their headers (lower-cased names)
         self._scripts: deque[StubScript] = deque()
         self._lock = threading.Lock()
         server = _Server(("127.0.0.1", 0), _Handler)

@@ -35,3 +35,23 @@ async def test_it_quotes_the_profile_and_rolling_summary_the_window_holds_every_
     assert first.startswith("[offline model] You said: what do you know about me?\nFrom the records I was given:")
     assert "budget: trip: about 8000 CNY (2026-01-07)" in first and "Kyoto trip in April" in first
     assert "You help." not in first, "the instructions are not records"
+
+
+def test_the_offline_model_extracts_profile_facts_the_user_states() -> None:
+    from agent_core.llm.offline import extract_facts
+
+    text = (
+        "User: I like hiking in the Alps, and I'm allergic to peanuts.\n"
+        "Assistant: I love long answers.\n"
+        "User: My favourite colour is green. I am allergic to shellfish!\n"
+        "User: my budget is about 8000 CNY"
+    )
+    facts = {(f["aspect"], f["key"]): f["value"] for f in extract_facts(text)}
+    assert facts == {
+        ("interests", "hiking"): "I like hiking in the Alps",
+        ("constraints", "allergy to peanuts"): "allergic to peanuts",
+        ("constraints", "allergy to shellfish"): "allergic to shellfish",
+        ("preferences", "favourite colour"): "green",
+        ("budget", "budget"): "about 8000 CNY",
+    }  # the assistant's "I love" is not the user's fact
+    assert extract_facts("User: Hello there! How are you?") == []

@@ -65,7 +65,9 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "llm_fallback": (
         "openai:gpt-4.1-mini, bedrock:amazon.nova-pro-v1:0",
         ["openai:gpt-4.1-mini", "bedrock:amazon.nova-pro-v1:0"],
-    )
+    ),
+    "memory_embedding_dimensions": ("256", 256),  # 64-3072
+    "memory_recall_min_similarity": ("0.35", 0.35),  # a cosine, 0-1
 }
 
 # Settings that are valid only with another one (the clock override is a dev-stage feature).

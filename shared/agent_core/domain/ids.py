@@ -14,7 +14,9 @@ _counters: dict[int, int] = {}
 
 
 def base36(value: int, width: int = 0) -> str:
-    """Lower-case base36, left padded with zeros to `width`."""
+    """Lower-case base36 of a non-negative `value`, left padded with zeros to `width`."""
+    if value < 0:
+        raise ValueError(f"base36 of a negative number: {value}")
     digits = ""
     while value:
         value, rem = divmod(value, 36)

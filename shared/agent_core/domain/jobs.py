@@ -55,6 +55,14 @@ class DailySummaryJob(_Job):
     deferrals: int = 0
 
 
+class MemoryRecordsJob(_Job):
+    """Make the chat's new exchanges searchable: its memory records since the last such job (idempotent)."""
+
+    kind: Literal["memory_records"] = "memory_records"
+    chat_id: str
+    user_id: str
+
+
 class ResponseJob(_Job):
     """Run a background /v1/responses request."""
 
@@ -64,7 +72,8 @@ class ResponseJob(_Job):
 
 
 Job = Annotated[
-    CompactJob | SessionSummaryJob | ProfileJob | DailySummaryJob | ResponseJob, Field(discriminator="kind")
+    CompactJob | SessionSummaryJob | ProfileJob | DailySummaryJob | ResponseJob | MemoryRecordsJob,
+    Field(discriminator="kind"),
 ]
 JOB_ADAPTER: TypeAdapter[Job] = TypeAdapter(Job)
 

@@ -11,6 +11,7 @@ from agent_core.domain.ids import now_ms
 from agent_core.domain.jobs import DailySummaryJob, Job
 from agent_core.domain.models import Chat, DailySummary, Kind, Message, Role, SessionSummary
 from agent_core.jobs.job_run import job_run
+from agent_core.jobs.memory_records import remember_day
 from agent_core.jobs.report import JobReport
 from agent_core.memory.calendar import close_bucket, day_bounds, id_ceiling, id_floor, to_ms, zone
 from agent_core.memory.session_rules import covered, told
@@ -170,6 +171,7 @@ async def summarize_day(deps: RunDeps, job: DailySummaryJob) -> bool:
         message_count=sum(s.message_count for s in found.sessions) + found.raw_count,
         updated_at=now_ms_,
     )
+    await remember_day(deps, day, start_ms)
     await store.put_daily(day)
     for chat in found.active:
         await store.put_daily_message(

@@ -13,9 +13,10 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from agent_core.container import RunDeps
-from agent_core.domain.jobs import CompactJob, DailySummaryJob, Job, ProfileJob, SessionSummaryJob
+from agent_core.domain.jobs import CompactJob, DailySummaryJob, Job, MemoryRecordsJob, ProfileJob, SessionSummaryJob
 from agent_core.jobs.compaction import compact_chat
 from agent_core.jobs.daily import run_daily_summary, summarize_day
+from agent_core.jobs.memory_records import index_chat
 from agent_core.jobs.profile import extract_profile
 from agent_core.jobs.report import JobReport
 from agent_core.jobs.session_summaries import run_idle_sessions, summarize_session
@@ -31,6 +32,7 @@ JOB_HANDLERS: HandlerMap = {
     SessionSummaryJob: summarize_session,
     ProfileJob: extract_profile,
     DailySummaryJob: summarize_day,
+    MemoryRecordsJob: index_chat,
 }
 """The jobs of this package. `ResponseJob` (a background /v1/responses run, jobs/responses.py) is added by the
 composition root, bound to its ResponseStore."""

@@ -6,6 +6,7 @@ from agent_core.container import RunDeps
 from agent_core.domain.ids import now_ms
 from agent_core.domain.jobs import ProfileJob
 from agent_core.domain.models import Profile
+from agent_core.jobs.memory_records import remember_facts
 from agent_core.memory.profile import merge_facts
 from agent_core.memory.summarize import summarise
 from agent_core.observability import logger
@@ -24,4 +25,5 @@ async def extract_profile(deps: RunDeps, job: ProfileJob) -> bool:
     merged = merge_facts(profile, result.facts, session.local_date)
     merged.updated_at = now_ms()
     await deps.store.put_profile(merged)
+    await remember_facts(deps, merged, session.started_at)
     return True

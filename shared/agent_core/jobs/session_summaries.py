@@ -7,9 +7,10 @@ from datetime import datetime
 
 from agent_core.container import RunDeps
 from agent_core.domain.ids import now_ms as wall_ms
-from agent_core.domain.jobs import Job, ProfileJob, SessionSummaryJob
+from agent_core.domain.jobs import Job, MemoryRecordsJob, ProfileJob, SessionSummaryJob
 from agent_core.domain.models import Chat, Kind, SessionSummary
 from agent_core.jobs.job_run import job_run
+from agent_core.jobs.memory_records import remember_session
 from agent_core.jobs.report import JobReport
 from agent_core.memory.calendar import id_ceiling, id_floor, local_date, to_ms, zone
 from agent_core.memory.session_rules import too_little
@@ -26,6 +27,8 @@ class SummaryFailed(RuntimeError):
 async def summarize_session(deps: RunDeps, job: SessionSummaryJob) -> bool:
     """Write the session's summary once (idempotent); then queue the profile extraction. False: nothing to do."""
     store = deps.store
+    # The session's exchanges become memory records (a job of their own: idempotent, retried on its own).
+    await deps.work_queue.enqueue(MemoryRecordsJob(chat_id=job.chat_id, user_id=job.user_id))
     if await store.get_session(job.chat_id, job.session_id) is not None:
         return False
     chat = await store.get_chat(job.chat_id, job.user_id)
@@ -53,6 +56,7 @@ async def summarize_session(deps: RunDeps, job: SessionSummaryJob) -> bool:
         # Nothing is written, so the job fails and is retried (SQS redelivery), like an LLM error.
         raise SummaryFailed(f"empty session summary for {job.chat_id}/{job.session_id}")
     session.summary, session.key_topics = result.summary, result.key_topics
+    await remember_session(deps, session, messages)  # before the summary: a retry finds it and writes it once
     written = await store.put_session(session)
     if written:
         await deps.work_queue.enqueue(ProfileJob(chat_id=job.chat_id, user_id=job.user_id, session_id=job.session_id))

@@ -72,6 +72,51 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z-]{4,}|[\u4e00-\u9fff]{2,4}")
 _COMMON = frozenset({"about", "there", "which", "would", "could", "should", "their", "these", "those", "assistant"})
 
 
+_CLAUSE = re.compile(r"[.!?;\n]+|,\s*(?:and|but)\s+|\s+(?:and|but)\s+(?=(?:i|my)\b)", re.I)
+_FACT_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bi(?:'m| am) allergic to (?P<value>[^,]+)", re.I), "constraints"),
+    (re.compile(r"\bi (?:really |also )?(?:like|love|enjoy|adore) (?P<value>[^,]+)", re.I), "interests"),
+    (re.compile(r"\bi (?:don't|do not|never) (?:like|eat|drink) (?P<value>[^,]+)", re.I), "preferences"),
+    (re.compile(r"\bi (?:hate|dislike|can't stand) (?P<value>[^,]+)", re.I), "preferences"),
+    (re.compile(r"\bmy (?P<key>[a-z][a-z ]{1,30}?) (?:is|are) (?P<value>[^,]+)", re.I), "preferences"),
+)
+_TAIL = re.compile(r"\s+(?:in|at|on|with|for|from|when|because|every)\s+")
+_SPEAKER = re.compile(r"^(user|assistant|tool|system):\s*", re.I)
+MAX_FACT_WORDS = 8
+
+
+def _fact_value(value: str) -> str | None:
+    words = value.strip().strip("\"'").split()
+    return " ".join(words) if 0 < len(words) <= MAX_FACT_WORDS else None
+
+
+def extract_facts(text: str) -> list[dict[str, str]]:
+    """Profile facts stated by the user, extractively: "I like X", "my X is Y", "I'm allergic to X" (English
+    patterns; lines labelled as another speaker's are skipped)."""
+    facts: dict[tuple[str, str], dict[str, str]] = {}
+    for line in text.splitlines():
+        label = _SPEAKER.match(line.strip())
+        if label and label.group(1).lower() != "user":
+            continue
+        for clause in _CLAUSE.split(_SPEAKER.sub("", line.strip())):
+            for pattern, aspect in _FACT_PATTERNS:
+                match = pattern.search(clause)
+                value = _fact_value(match.group("value")) if match else None
+                if match is None or value is None:
+                    continue
+                if aspect == "constraints":
+                    key, value = f"allergy to {value.lower()}", f"allergic to {value}"
+                elif "key" in pattern.groupindex:
+                    key = match.group("key").strip().lower()
+                    aspect = "budget" if key == "budget" else aspect
+                else:
+                    key = " ".join(_TAIL.split(value.lower())[0].split()[:3])
+                    value = clause.strip()
+                facts[(aspect, key)] = {"aspect": aspect, "key": key, "value": value}
+                break
+    return list(facts.values())
+
+
 def key_topics(text: str, limit: int = 3) -> list[str]:
     """The most frequent longer words: topics without a model."""
     counts: dict[str, int] = {}
@@ -183,7 +228,7 @@ class OfflineLlm:
         source = str(request.messages[-1].get("content") or "")
         summary = extractive_summary(source) or PREFIX
         if '"facts"' in instruction:
-            return json.dumps({"facts": []})
+            return json.dumps({"facts": extract_facts(source)}, ensure_ascii=False)
         if "keyTopics" in instruction:
             return json.dumps({"summary": summary, "keyTopics": key_topics(source)}, ensure_ascii=False)
         return summary

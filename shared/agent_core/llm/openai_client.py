@@ -99,6 +99,10 @@ class OpenAiLlmClient:
             timeout=self._settings.llm_timeout_s,
         )
 
+    async def sdk_client(self) -> openai.AsyncOpenAI:
+        """The SDK client this adapter uses (built on first use): the embeddings adapter shares it."""
+        return await self._get_client()
+
     async def _get_client(self) -> openai.AsyncOpenAI:
         """Create the SDK client on first use and cache it on the instance."""
         if self._client is not None:

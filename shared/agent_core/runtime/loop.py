@@ -384,6 +384,7 @@ class TurnRunner:
             blobs=self.deps.blobs,
             frontend=self.bridge,
             memory=self.deps.store,
+            records=self.deps.memory,
             public_base_url=self.turn.request.public_base_url,
             links=self.deps.data_links,
         )

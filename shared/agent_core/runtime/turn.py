@@ -7,6 +7,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 from agent_core.container import RunDeps
 from agent_core.domain.events import Event, RunCancel, RunError
@@ -26,6 +27,7 @@ from agent_core.errors import (
 from agent_core.memory.calendar import to_ms, zone
 from agent_core.memory.compaction import CompactionPolicy, needs_compaction
 from agent_core.memory.profile import profile_block
+from agent_core.memory.recall import recall_block
 from agent_core.memory.session_rules import plan_session
 from agent_core.observability import logger
 from agent_core.runtime.agents import AgentDefinition
@@ -114,7 +116,11 @@ def chat_name(message: str) -> str:
     return message.strip()[:CHAT_NAME_CHARS]
 
 
-async def _open_chat(deps: RunDeps, req: TurnRequest, at_ms: int) -> tuple[Chat, Summary | None, Profile | None, bool]:
+async def _open_chat(
+    deps: RunDeps, req: TurnRequest, at_ms: int
+) -> tuple[Chat, Summary | None, Profile | None, bool, str | None]:
+    """The chat (created when the request names none), its summary, the profile, whether it was created, and the
+    user's memory records' version (read with the context; None for a new chat: read when recalled)."""
     chat_id = req.chat_id
     if chat_id is None:
         chat = Chat(
@@ -129,12 +135,12 @@ async def _open_chat(deps: RunDeps, req: TurnRequest, at_ms: int) -> tuple[Chat,
         # retry in that chat: begin_turn's request marker then answers it (result, 409, or a rerun).
         opened = await deps.store.create_chat(chat, request_id=req.request_id)
         if opened.chat_id == chat.chat_id:
-            return chat, None, await deps.store.get_profile(req.user_id), True
+            return chat, None, await deps.store.get_profile(req.user_id), True, None
         chat_id = opened.chat_id
     context = await deps.store.load_turn_context(chat_id, req.user_id)
     if context is None:
         raise NotFound("conversation not found", param=req.chat_param, code="conversation_not_found")
-    return context.chat, context.summary, context.profile, False
+    return context.chat, context.summary, context.profile, False, context.records_version
 
 
 def history_limit(deps: RunDeps) -> int:
@@ -152,7 +158,7 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
     if not req.continuation:
         validate_message(req.message, s.max_message_bytes)
     at_ms = to_ms(req.now) if req.now else now_ms()
-    chat, summary, profile, created = await _open_chat(deps, req, at_ms)
+    chat, summary, profile, created, records_version = await _open_chat(deps, req, at_ms)
     agent = deps.agents.get(req.agent_key or chat.agent_key)
     tz = zone(req.timezone or (profile.timezone if profile else None), s.default_timezone)
     run_id = new_run_id()
@@ -226,13 +232,27 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         prepared = PreparedTurn(
             deps, req, chat, agent, run, summary, history, created_chat=created, timezone=tz.key, at_ms=at_ms
         )
-        prepared.extra_system = [b for b in (profile_block(profile),) if b]
+        prepared.extra_system = [
+            b for b in (profile_block(profile), await _remembered(deps, req, tz, records_version)) if b
+        ]
         await _maybe_compact(prepared)
     except BaseException as exc:
         code = exc.code if isinstance(exc, AgentError) else "internal_error"
         await asyncio.shield(release_failed_run(deps, run, code, "the turn could not start", at_ms, req.stored_message))
         raise
     return prepared
+
+
+async def _remembered(deps: RunDeps, req: TurnRequest, tz: ZoneInfo, version: str | None) -> str:
+    """The records relevant to the message ("What you remember"); a failing search costs the turn nothing."""
+    s = deps.settings
+    try:
+        return await recall_block(
+            deps.memory, req.user_id, req.message, tz, s.memory_recall_tokens, s.memory_recall_min_similarity, version
+        )
+    except Exception as exc:
+        logger.warning("memory recall skipped", extra={"error": type(exc).__name__})
+        return ""
 
 
 async def release_failed_run(

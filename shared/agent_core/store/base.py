@@ -21,6 +21,7 @@ from agent_core.domain.models import (
     Wait,
 )
 from agent_core.domain.session_plan import SessionPlan
+from agent_core.store.memory_records import RecordStore
 
 
 @dataclass
@@ -42,6 +43,7 @@ class TurnContext:
     chat: Chat
     summary: Summary | None
     profile: Profile | None = None
+    records_version: str = ""  # the user's memory records' version token ("": the user has none)
 
 
 @dataclass
@@ -201,3 +203,5 @@ class MemoryStore(MemoryReader, Protocol):
 class Store(ChatStore, TurnStore, WaitStore, MemoryStore, Protocol):
     """Every role at once, as the composition root builds it (TableStore); a consumer takes the narrowest role
     it uses."""
+
+    records: RecordStore  # long-term memory records (deleted with their chat and with the profile)

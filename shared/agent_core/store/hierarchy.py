@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 from agent_core.domain.models import Chat, DailySummary, Message, Profile, SessionSummary
 from agent_core.store import items as it
+from agent_core.store.memory_records import RecordStore
 from agent_core.store.schema import GSI1, GSI2, GSI3, PK, SK
 from agent_core.store.table import (
     Condition,
@@ -23,6 +24,7 @@ class HierarchyStore:
     """Sessions, day markers, daily summaries and profiles (hierarchical memory) on the Table port."""
 
     table: Table
+    records: RecordStore  # long-term memory records: erased with the profile
 
     async def get_profile(self, user_id: str) -> Profile | None:
         item = await self.table.get(it.profile_key(user_id))
@@ -37,6 +39,8 @@ class HierarchyStore:
         return it.profile_from_item(item)
 
     async def delete_profile(self, user_id: str) -> bool:
+        """Erase the profile and every memory record of the user; False when there was no profile."""
+        await self.records.delete_user_records(user_id)
         if await self.table.get(it.profile_key(user_id)) is None:
             return False
         await self.table.delete(it.profile_key(user_id))

@@ -328,3 +328,27 @@ def daily_to_item(day: DailySummary) -> Item:
 
 def daily_from_item(item: Item) -> DailySummary:
     return _DAILY.load(item)
+
+
+# --- long-term memory records (store/memory_records.py) ---
+REC_PREFIX = "REC#"
+VERSION = "VER"
+
+
+def records_pk(user_id: str) -> str:
+    """A user's memory records partition: every search is keyed by the user."""
+    return f"MEM#{user_id}"
+
+
+def record_key(user_id: str, record_id: str) -> Key:
+    return {PK: records_pk(user_id), SK: f"{REC_PREFIX}{record_id}"}
+
+
+def version_key(user_id: str) -> Key:
+    """The token replaced on every write or delete of the user's records."""
+    return {PK: records_pk(user_id), SK: VERSION}
+
+
+def mark_key(chat_id: str) -> Key:
+    """A chat's memory-records progress mark (in the chat's partition, so it goes with the chat)."""
+    return {PK: chat_pk(chat_id), SK: "MEMMARK"}

@@ -35,6 +35,7 @@ from agent_core.store.blob import BlobStore
 from agent_core.store.cursor import decode_cursor, encode_cursor
 from agent_core.store.hierarchy import HierarchyStore
 from agent_core.store.item_size import item_size
+from agent_core.store.memory_records import RecordStore, RecordTable
 from agent_core.store.schema import GSI1, GSI2, GSI3, PK, SK
 from agent_core.store.spill import Spiller, chat_spill_prefixes
 from agent_core.store.table import (
@@ -80,6 +81,7 @@ class TableStore(HierarchyStore, Store):
 
     def __init__(self, table: Table, blobs: BlobStore | None = None) -> None:
         self.table = table
+        self.records: RecordStore = RecordTable(table)
         # With a blob store, items that could cross DynamoDB's 400 KB limit keep large parts in it.
         self.spiller = Spiller(blobs) if blobs is not None else None
 
@@ -143,6 +145,8 @@ class TableStore(HierarchyStore, Store):
             # Spilled parts first: a failure half-way leaves the chat listed, and deleting it again works.
             for prefix in chat_spill_prefixes(chat_id):
                 await self.spiller.blobs.delete_prefix(prefix)
+        # Its memory records (in the user's partition) while the META still finds the chat.
+        await self.records.delete_chat_records(user_id, chat_id)
         keys = [{PK: i[PK], SK: i[SK]} async for i in self._partition(it.chat_pk(chat_id)) if i[SK] != it.META]
         # Each run's own partition (pointer, frontend waits) before the chat's RUN item that leads to it,
         # the chat's items next, META last: a failure at any point leaves the path to what is still there.
@@ -167,8 +171,8 @@ class TableStore(HierarchyStore, Store):
             start = page.last_key
 
     async def load_turn_context(self, chat_id: str, user_id: str) -> TurnContext | None:
-        """The chat, its rolling summary and the user's profile: one BatchGetItem."""
-        keys = [it.meta_key(chat_id), it.summary_key(chat_id), it.profile_key(user_id)]
+        """The chat, its rolling summary, the user's profile and memory records' version: one BatchGetItem."""
+        keys = [it.meta_key(chat_id), it.summary_key(chat_id), it.profile_key(user_id), it.version_key(user_id)]
         found = await self.table.batch_get(keys)
         by_key = {(i[PK], i[SK]): i for i in found}
         meta = by_key.get((it.chat_pk(chat_id), it.META))
@@ -176,10 +180,12 @@ class TableStore(HierarchyStore, Store):
             return None
         summary = by_key.get((it.chat_pk(chat_id), it.SUMMARY))
         profile = by_key.get((it.user_pk(user_id), "PROFILE"))
+        version = by_key.get((it.records_pk(user_id), it.VERSION))
         return TurnContext(
             chat=it.chat_from_item(meta),
             summary=it.summary_from_item(summary) if summary else None,
             profile=it.profile_from_item(profile) if profile else None,
+            records_version=str(version["version"]) if version else "",
         )
 
     async def list_messages(self, chat_id: str, user_id: str, limit: int, cursor: str | None) -> MessagePage | None:

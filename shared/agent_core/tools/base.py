@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from pydantic import BaseModel
 
 from agent_core.config import Settings
+from agent_core.memory.long_term import LongTermMemory
 from agent_core.store.base import MemoryReader
 from agent_core.store.blob import BlobStore
 from agent_core.tools.data_links import DataLinks
@@ -39,6 +40,7 @@ class ToolContext:
     blobs: BlobStore | None = None
     frontend: FrontendBridge | None = None
     memory: MemoryReader | None = None  # the user's memory, read-only (the memory tools)
+    records: LongTermMemory | None = None  # the user's long-term memory records (search_memory)
     public_base_url: str = ""  # where clients reach the API (no trailing slash); '' for root-relative links
     links: DataLinks | None = None  # signs data-file links (the wall clock); None: built from `settings`
 
