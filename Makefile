@@ -45,6 +45,7 @@ browser:
 test: $(STAMP_DEV) browser
 	$(BIN)/ruff check shared functions tests bench infra
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 # The deployed-emulation tier alone (part of `make test`; see docs/infrastructure.md), in one process: its
@@ -56,6 +57,7 @@ lint: $(STAMP_DEV)
 	$(BIN)/ruff check shared functions tests bench infra
 	$(BIN)/ruff format --check shared functions tests bench infra
 	$(BIN)/mypy
+	$(BIN)/lint-imports  # the architecture rules: [tool.importlinter] in pyproject.toml
 
 format: $(STAMP_DEV)
 	$(BIN)/ruff check --fix shared functions tests bench infra
@@ -65,7 +67,7 @@ bench: $(STAMP_DEV)
 	$(BIN)/python -m bench.run_all
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
 
 # Wipe the local server's data (the embedded store): stop the server first.
 clean-data:

@@ -15,11 +15,10 @@ interleaved (memory, embedded, embedded, memory, ...) so machine noise hits both
 from __future__ import annotations
 
 import asyncio
-import json
 import statistics
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ import httpx
 
 from bench.common import percentile
 from tests.support.local_server import local_server
-from tests.support.sse import sse_events
+from tests.support.sse import aiter_events, sse_events
 
 TURNS = 1000
 CHATS = 20
@@ -117,12 +116,6 @@ def _auth(user: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {user}"}
 
 
-async def _events(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    async for line in response.aiter_lines():
-        if line.startswith("data: "):
-            yield json.loads(line[len("data: ") :])
-
-
 async def concurrent_chats(base: str, tag: str) -> dict[str, Any]:
     """50 chats x 3 turns at once; then each chat's messages are counted."""
     errors: list[str] = []
@@ -140,7 +133,7 @@ async def concurrent_chats(base: str, tag: str) -> dict[str, Any]:
                         if response.status_code != 200:
                             errors.append(f"{response.status_code}: {(await response.aread())[:200]!r}")
                             continue
-                        events = [e async for e in _events(response)]
+                        events = [e async for e in aiter_events(response)]
                 except httpx.HTTPError as error:
                     errors.append(f"{type(error).__name__}: {error}")
                     continue

@@ -34,6 +34,23 @@ MANYLINUX_TAGS = ("manylinux_2_34", "manylinux_2_28", "manylinux2014")
 MACHINE = {"arm64": "aarch64", "x86_64": "x86_64"}
 # Where Lambda mounts a layer's python/ directory: the path compiled bytecode records for its sources.
 LAYER_MOUNT = "/opt/python"
+# agent_core's local-only modules (paths under shared/agent_core), left out of the layer: the CLI and its
+# terminal chat, the settings page generator, the embedded store (SQLite and data files), the local
+# scheduler and the dev routes (served only when `Settings.dev_features`, never in Lambda). No Lambda code
+# path imports them: the import-linter contract "Lambda code does not import local-only modules"
+# (pyproject.toml) names the same modules, and tests/infra/test_layer_content.py holds the two together.
+LOCAL_ONLY = (
+    "cli.py",
+    "chat_client.py",
+    "settings_doc.py",
+    "api/routes/dev.py",
+    "jobs/local_scheduler.py",
+    "store/embedded.py",
+    "store/file_blob.py",
+    "store/sqlite_db.py",
+    "store/sqlite_jobs.py",
+    "store/sqlite_table.py",
+)
 
 
 @dataclass(frozen=True)
@@ -57,10 +74,9 @@ class LayerRecipe:
         digest = hashlib.sha256()
         digest.update(repr((self.architecture, self.python_version, self.requirements())).encode())
         digest.update(Path(__file__).read_bytes())
-        for path in sorted(AGENT_CORE_DIR.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-                digest.update(str(path.relative_to(AGENT_CORE_DIR)).encode())
-                digest.update(path.read_bytes())
+        for path in layer_sources():
+            digest.update(str(path.relative_to(AGENT_CORE_DIR)).encode())
+            digest.update(path.read_bytes())
         return digest.hexdigest()
 
 
@@ -68,6 +84,24 @@ class LayerRecipe:
 class LayerReport:
     size_bytes: int
     compiled_with: str | None
+
+
+def layer_sources(package: Path = AGENT_CORE_DIR) -> list[Path]:
+    """The files of agent_core the layer carries: all but bytecode caches and the local-only modules."""
+    local_only = {package / name for name in LOCAL_ONLY}
+    return [
+        path
+        for path in sorted(package.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc" and path not in local_only
+    ]
+
+
+def copy_agent_core(site: Path, package: Path = AGENT_CORE_DIR) -> None:
+    """Copy agent_core's layer files (`layer_sources`) to `site/agent_core`."""
+    for source in layer_sources(package):
+        target = site / "agent_core" / source.relative_to(package)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
 
 
 def runtime_dependencies(pyproject: Path = PYPROJECT) -> list[str]:
@@ -195,7 +229,7 @@ def build_layer(out_dir: Path, recipe: LayerRecipe, *, log: bool = True) -> Laye
     shutil.rmtree(site / "bin", ignore_errors=True)  # console scripts, with this machine's shebangs
     _remove_type_stubs(site)
 
-    shutil.copytree(AGENT_CORE_DIR, site / "agent_core", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    copy_agent_core(site)
 
     python = find_python(recipe.python_version)
     tag = compile_bytecode(site, python, recipe.python_version)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import httpx
+from httpx_sse import EventSource
 
 HELP = """Commands:
   /new          start a new chat
@@ -47,20 +48,6 @@ def _error(response: httpx.Response) -> ApiError:
     return ApiError(response.status_code, body)
 
 
-def sse_events(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
-    """Server-Sent Events: `data:` lines up to a blank line form one event; comment lines are skipped."""
-    data: list[str] = []
-    for line in lines:
-        if not line:
-            if data:
-                yield json.loads("\n".join(data))
-            data = []
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-    if data:
-        yield json.loads("\n".join(data))
-
-
 def _short(value: Any, limit: int = 120) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -88,7 +75,8 @@ class Api:
         with self.client.stream("POST", "/api/ap/query", json=body, timeout=timeout) as response:
             if response.status_code >= 400:
                 raise _error(response)
-            yield from sse_events(response.iter_lines())
+            for message in EventSource(response).iter_sse():  # `: ping` comments are not messages
+                yield json.loads(message.data)
 
 
 @dataclass

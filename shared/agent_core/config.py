@@ -188,8 +188,9 @@ class Settings(BaseSettings):
         "",
         alias="AGENT_DATA_TOKEN_SECRET",
         repr=False,
-        description="The key signing data links (a secret: never logged); empty: the secret below, else (embedded "
-        "storage) one generated once and kept in AGENT_DATA_DIR (`data-link.key`, mode 0600), else one per process",
+        description="The key signing data links (a secret: never logged; at least 32 bytes, else PyJWT warns on "
+        "each use); empty: the secret below, else (embedded storage) one generated once and kept in AGENT_DATA_DIR "
+        "(`data-link.key`, mode 0600), else one per process",
     )
     data_token_secret_name: str = Field(
         "",

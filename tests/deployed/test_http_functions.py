@@ -145,7 +145,7 @@ def test_data_serves_the_signed_link_the_owner_and_refuses_others(stack: Deploye
 
 
 def _claims(link: str) -> dict[str, Any]:
-    body = dict(parse_qsl(urlsplit(link).query))["t"].split(".")[0]
+    body = dict(parse_qsl(urlsplit(link).query))["t"].split(".")[1]
     claims: dict[str, Any] = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
     return claims
 

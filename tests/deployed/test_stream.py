@@ -128,7 +128,7 @@ def test_v1_chat_completions_streams_chunks_then_done(stack: DeployedStack) -> N
     }
     response = stack.function("stream").invoke_streaming(http_v2_event("POST", "/v1/chat/completions", body, DAVE))
     assert response.status == 200 and response.headers["content-type"].startswith("text/event-stream")
-    data = [line[6:] for line in response.iter_lines() if line.startswith("data: ")]
+    data = list(response.sse_data())
     assert data[-1] == "[DONE]", data
     chunks = [ChatCompletionChunk.model_validate_json(d) for d in data[:-1]]
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "One two."
@@ -166,7 +166,7 @@ def test_iam_mode_serves_the_signed_caller_behind_the_web_adapter(stack: Deploye
 
 
 def _data_lines(response: Any) -> list[str]:
-    return [line[6:] for line in response.iter_lines() if line.startswith("data: ")]
+    return list(response.sse_data())
 
 
 def test_the_vercel_ui_message_stream_streams_parts_then_done(stack: DeployedStack) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.links import unsigned
 from tests.support.local_server import local_server
 from tests.support.openai_stub import OpenAiStub, StubScript
 
@@ -219,18 +220,21 @@ def test_parallel_tool_cards_a_data_link_then_reload_replays_the_same(browser: A
     assert download.status_code == 200 and download.text == "meet at 3pm"
 
     # Reload: the chat is reopened from GET /api/ap/chat and reads exactly as it did live
-    live = page.locator("#messages").inner_text()
+    # (data links are signed when read: the reopened chat carries fresh tokens, which work too)
+    live = unsigned(page.locator("#messages").inner_text())
     page.reload()
     _done(page, 2)
-    assert page.locator("#messages").inner_text() == live
+    assert unsigned(page.locator("#messages").inner_text()) == live
     expect(page.get_by_test_id("tool-card")).to_have_count(3)
+    reopened = httpx.get(offline + str(page.get_by_test_id("data-link").get_attribute("href")), timeout=30)
+    assert reopened.status_code == 200 and reopened.text == "meet at 3pm"
 
     # New chat empties the page; the list opens the stored one again, the same
     page.get_by_test_id("new-chat").click()
     expect(page.get_by_test_id("message-user")).to_have_count(0)
     page.get_by_test_id("chat-list").locator("li button").first.click()
     _done(page, 2)
-    assert page.locator("#messages").inner_text() == live
+    assert unsigned(page.locator("#messages").inner_text()) == live
     page.context.close()
 
 

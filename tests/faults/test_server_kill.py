@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -67,15 +66,9 @@ def test_a_killed_servers_chat_takes_a_turn_after_a_restart_and_replays_the_inte
 
     # When the server starts again on the same data directory
     with local_server(**env) as (base, _process), httpx.Client(base_url=base, headers=HEADERS, timeout=30) as client:
-        statuses: list[int] = []
-        for _ in range(50):  # a bounded wait of a few seconds, not a timing assertion
-            answer = client.post(f"/api/v1/conversations/{chat_id}/chat", json={"message": "still there?"})
-            statuses.append(answer.status_code)
-            if answer.status_code != 409:
-                break
-            time.sleep(0.1)
-        # Then a new turn on that chat gets through
-        assert statuses[-1] == 200, (statuses, answer.text)
+        # Then a new turn on that chat gets through at once: the server settled the lease before it listened
+        answer = client.post(f"/api/v1/conversations/{chat_id}/chat", json={"message": "still there?"})
+        assert answer.status_code == 200, answer.text
 
         # And the replay shows the interrupted run's question and its error, then the new turn
         replay = client.get("/api/ap/chat", params={"chatId": chat_id}).json()["events"]

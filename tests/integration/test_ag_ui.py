@@ -12,6 +12,7 @@ from pydantic import TypeAdapter
 
 from agent_core.context import AppContext
 from tests.support.openai_stub import OpenAiStub, StubScript
+from tests.support.sse import data_in
 
 EVENTS: TypeAdapter[Any] = TypeAdapter(Event)
 WEATHER = {
@@ -46,7 +47,7 @@ def _input(thread: str, run: str, messages: list[dict[str, Any]], tools: list[An
 def _run(base_url: str, body: dict[str, Any], agent: str | None = None, user: str = "user-a") -> list[Any]:
     response = httpx.post(_api(base_url, agent), json=body, headers={"Authorization": f"Bearer {user}"}, timeout=30)
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
-    raw = [m.removeprefix("data: ") for m in response.text.split("\n\n") if m.startswith("data: ")]
+    raw = data_in(response.text)
     events = [EVENTS.validate_json(r) for r in raw]  # every event is a valid AG-UI event
     _check_grammar([json.loads(r) for r in raw], body)
     return events

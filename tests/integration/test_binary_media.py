@@ -22,7 +22,7 @@ from tests.support.lambda_events import FakeLambdaContext, rest_v1_event
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
 BUCKET = "agent-core-test-data"  # lambda_env's AGENT_DATA_BUCKET
-TOKEN_KEY = "test-secret"  # lambda_env's AGENT_DATA_TOKEN_SECRET
+TOKEN_KEY = "test-secret-data-link-key-32-bytes"  # lambda_env's AGENT_DATA_TOKEN_SECRET
 
 
 def _as_api_gateway_sends_it(event: dict[str, Any]) -> dict[str, Any]:

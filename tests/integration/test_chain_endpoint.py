@@ -152,7 +152,8 @@ async def test_max_steps_out_of_range_is_a_400_before_any_work(openai_stub: Open
 @pytest.mark.parametrize(("option", "value"), [("strategy", "sideways"), ("maxSteps", True), ("maxSteps", "5")])
 async def test_options_of_the_wrong_kind_are_rejected(openai_stub: OpenAiStub, option: str, value: Any) -> None:
     response = await _chain(_context(openai_stub), "hi", **{option: value})
-    assert response.status_code in (400, 422) and response.json()["error"]["param"] == option
+    error = response.json()["error"]
+    assert (response.status_code, error["code"], error["param"]) == (422, "invalid_request", option)
     assert openai_stub.requests == []
 
 

@@ -190,7 +190,7 @@ def test_a_failed_run_is_an_error_on_both_wires(client: openai.OpenAI, openai_st
     with pytest.raises(openai.APIError) as streamed:
         for _ in stream:
             pass
-    assert "model refuses" in streamed.value.message or streamed.value.code == "llm_unavailable"
+    assert streamed.value.code == "llm_unavailable" and "model refuses" in streamed.value.message  # as blocking
 
 
 def test_unknown_model_is_model_not_found(client: openai.OpenAI, openai_stub: OpenAiStub) -> None:

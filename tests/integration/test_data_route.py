@@ -20,7 +20,7 @@ from agent_core.store.memory_table import MemoryTable
 from agent_core.tools.data_token import sign_data_token
 from tests.support.fixtures import make_settings, s3_blob_store
 
-SECRET = "test-data-secret"
+SECRET = "test-data-secret-link-key-32-bytes"
 CHAT = "c_alice1"
 CSV = b"a,b\n1,2\n"
 
@@ -136,7 +136,10 @@ async def test_token_without_any_user_header(memory_ctx: AppContext) -> None:
     [
         ("garbage", "TOKEN_INVALID"),
         (_token()[:-2] + "AA", "TOKEN_INVALID"),
-        (sign_data_token("other-secret", CHAT, f"{CHAT}/report.csv", 600, time.time()), "TOKEN_INVALID"),
+        (
+            sign_data_token("other-secret-data-link-key-32-bytes", CHAT, f"{CHAT}/report.csv", 600, time.time()),
+            "TOKEN_INVALID",
+        ),
         (_token(now=time.time() - 3600), "TOKEN_EXPIRED"),
         (_token(scope="ap_data:write"), "TOKEN_SCOPE_MISMATCH"),
         (_token(f"{CHAT}/charts/q1.png"), "TOKEN_FILE_MISMATCH"),

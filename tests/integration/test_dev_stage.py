@@ -24,7 +24,7 @@ from agent_core.store.memory_table import MemoryTable
 from agent_core.tools.data_token import sign_data_token
 from tests.support.fixtures import make_settings
 
-SECRET = "dev-stage-secret"
+SECRET = "dev-stage-secret-link-key-32-bytes"
 
 
 def _context(**settings: Any) -> AppContext:

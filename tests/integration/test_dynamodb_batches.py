@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from agent_core.store.dynamodb import Backoff, DynamoTable, UnprocessedItems
+from agent_core.backoff import Backoff
+from agent_core.store.dynamodb import DynamoTable, UnprocessedItems
 from agent_core.store.schema import PK, SK
 
 

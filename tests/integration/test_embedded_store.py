@@ -28,6 +28,7 @@ from agent_core.store.sqlite_table import ItemTooLarge, SqliteTable
 from agent_core.store.table import Condition, Put, SkRange, Table, TransactionFailed, Update, UpdateOp, eq, not_exists
 from agent_core.store.table_store import TableStore
 from tests.support.fixtures import make_settings
+from tests.support.wait import apoll_until
 
 T0 = 1_700_000_000_000
 LEASE_MS = 600_000
@@ -158,7 +159,8 @@ TURNS_PER_WORKER = 6
 async def _turns(store: TableStore, chat: Chat, worker: str, clock: list[int]) -> int:
     """Run TURNS_PER_WORKER turns on the chat, waiting for the lease when another worker holds it."""
     for n in range(TURNS_PER_WORKER):
-        while True:
+
+        async def begin(n: int = n) -> tuple[Run, int] | None:
             clock[0] += 1
             at = T0 + clock[0]
             run = Run(
@@ -174,9 +176,12 @@ async def _turns(store: TableStore, chat: Chat, worker: str, clock: list[int]) -
             )
             try:
                 await store.begin_turn(chat, run, user, LEASE_MS)
-                break
             except (RunInProgress, ServiceUnavailable):  # held, or released between the write and its re-read
-                await asyncio.sleep(0.001)
+                return None
+            return run, at
+
+        # Each try lets the loop run: the worker holding the lease finishes its turn and releases it
+        run, at = await apoll_until(begin, f"{worker} takes the lease of {chat.chat_id}", interval_s=0.001)
         answer = Message(
             id=f"{worker}-{n}-1", chat_id=chat.chat_id, role=Role.ASSISTANT, content=f"a {worker} {n}", created_at=at
         )
@@ -206,7 +211,7 @@ async def _counter(table: Table, worker: str, times: int) -> None:
                 )
                 break
             except TransactionFailed:
-                await asyncio.sleep(0)
+                continue  # another worker's increment came first: read the new value and try again
 
 
 async def _check(table: Table, chats: list[Chat], workers: list[str], counts: int) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -13,12 +14,15 @@ from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.llm.openai_client import OpenAiLlmClient
+from agent_core.runtime import loop as run_loop
+from agent_core.runtime.finish import persist_run
 from agent_core.store.dynamodb import DynamoTable
 from agent_core.store.memory_table import MemoryTable
 from tests.support.fixtures import make_settings
 from tests.support.openai_stub import OpenAiStub, StubScript
 from tests.support.server import serve
 from tests.support.sse import query, sse_events
+from tests.support.wait import poll_until
 
 
 def _offline_context(**settings: Any) -> AppContext:
@@ -67,8 +71,18 @@ def test_frontend_tool_round_trip_with_submit(offline: httpx.Client) -> None:
     assert offline.post("/api/ap/submit", json=again).json() == {"accepted": False, "status": "completed"}
 
 
-def test_a_submit_after_the_run_was_cancelled_is_refused_with_the_runs_status(offline: httpx.Client) -> None:
-    # Given a run waiting for the browser's answer, cancelled on the call's tool.end
+def test_a_submit_after_the_run_was_cancelled_is_refused_with_the_runs_status(
+    offline: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a run waiting for the browser's answer, cancelled on the call's tool.end, whose end is stored only
+    # once the test lets it (the server runs on its own thread: the gate is a thread event)
+    let_it_end = threading.Event()
+
+    async def persist_when_let(*args: Any, **kwargs: Any) -> Any:
+        assert await asyncio.to_thread(let_it_end.wait, 30), "the test never let the run end"
+        return await persist_run(*args, **kwargs)
+
+    monkeypatch.setattr(run_loop, "persist_run", persist_when_let)
     answers: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
     with offline.stream("POST", "/api/ap/query", json={"message": 'ask me to pick "red" or "blue"'}) as response:
@@ -77,11 +91,11 @@ def test_a_submit_after_the_run_was_cancelled_is_refused_with_the_runs_status(of
             if event["type"] == "tool.end":
                 body = {"runId": event["runId"], "toolId": event["toolId"], "params": {"choice": "red"}}
                 assert offline.post("/api/ap/cancel", json={"runId": event["runId"]}).json()["accepted"] is True
-                # When the browser submits after the cancel
+                # When the browser submits after the cancel, before the run's end is stored
                 answers.append(offline.post("/api/ap/submit", json=body).json())
+                let_it_end.set()
     # Then it is refused (the run is being cancelled), the run ends cancelled, and a later submit says so
-    assert len(answers) == 1 and answers[0]["accepted"] is False
-    assert answers[0]["status"] in ("cancelling", "cancelled")  # the run may have ended already
+    assert answers == [{"accepted": False, "status": "cancelling"}]
     assert events[-1]["type"] == "run.cancel" and "request.submit" not in [e["type"] for e in events]
     assert offline.post("/api/ap/submit", json=body).json() == {"accepted": False, "status": "cancelled"}
 
@@ -249,14 +263,14 @@ def test_a_client_disconnect_cancels_the_run_and_keeps_what_it_had(
             if event["type"] == "content.delta":
                 break
     release.set()
+
     # Then the run ends cancelled (the server saw the disconnect), with the text it had
-    terminal: dict[str, Any] = {}
-    for _ in range(200):  # bounded wait for the run to be persisted, not a timing assertion
+    def ended() -> list[dict[str, Any]]:
         replay = stub_client.get("/api/ap/chat", params={"chatId": chat_id}).json()["events"]
-        terminal = next((e for e in replay if e["type"] in ("run.cancel", "run.error", "run.complete")), {})
-        if terminal:
-            break
-        threading.Event().wait(0.05)
-    assert terminal.get("type") == "run.cancel" and terminal.get("reason") == "client_disconnected"
+        return replay if any(e["type"] in ("run.cancel", "run.error", "run.complete") for e in replay) else []
+
+    replay = poll_until(ended, "the disconnected run was stored", interval_s=0.05)
+    terminal = next(e for e in replay if e["type"] in ("run.cancel", "run.error", "run.complete"))
+    assert terminal["type"] == "run.cancel" and terminal["reason"] == "client_disconnected"
     snapshot = next(e for e in replay if e["type"] == "content.snapshot")
     assert snapshot["text"].startswith("d0")

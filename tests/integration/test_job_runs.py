@@ -34,6 +34,7 @@ from tests.support.aws_faults import failing_call
 from tests.support.fake_llm import ScriptedLlm
 from tests.support.fixtures import make_settings
 from tests.support.lambda_events import FakeLambdaContext
+from tests.support.sse import events_in
 
 __all__ = ["lambda_env", "queue_url"]  # fixtures shared with the entry-point tests
 USER = "alice"
@@ -75,7 +76,7 @@ async def _open_session(ctx: AppContext) -> str:
     async with httpx.AsyncClient(transport=transport, base_url="http://t", headers={"X-User-Id": USER}) as client:
         first = await client.post("/api/ap/query", json={"message": MESSAGES[0]})
         assert first.status_code == 200
-        chat_id = str(json.loads(first.text.split("data: ", 2)[1].split("\n")[0])["chatId"])
+        chat_id = str(events_in(first.text)[0]["chatId"])
         second = await client.post("/api/ap/query", json={"message": MESSAGES[1], "chatId": chat_id})
         assert second.status_code == 200
     chat = await ctx.deps.store.get_chat(chat_id, USER)

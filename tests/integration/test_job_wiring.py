@@ -67,25 +67,34 @@ async def test_a_job_without_a_handler_fails_so_it_is_redelivered_never_dropped(
 
 
 @pytest.mark.parametrize("in_lambda", [True, False], ids=["lambda", "local"])
-async def test_before_response_waits_for_background_work_only_in_lambda(in_lambda: bool) -> None:
-    release, done = asyncio.Event(), asyncio.Event()
+async def test_before_response_waits_for_background_work_only_in_lambda(
+    in_lambda: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a job that can only end once something waits for the queue (join), so that a route which returns
+    # with the job done must have waited for it, and one which did not wait returns with the job still running
+    joined, done = asyncio.Event(), asyncio.Event()
 
-    async def slow(deps: RunDeps, job: CompactJob) -> bool:
-        await release.wait()
+    async def needs_a_waiter(deps: RunDeps, job: CompactJob) -> bool:
+        await joined.wait()
         done.set()
         return True
 
     env = {"AWS_LAMBDA_FUNCTION_NAME": "agent-core-chat"} if in_lambda else {}
-    ctx = build_context(make_settings(**env), table=MemoryTable(), job_handlers={CompactJob: slow})
+    ctx = build_context(make_settings(**env), table=MemoryTable(), job_handlers={CompactJob: needs_a_waiter})
     assert ctx.deps.work_queue is ctx.background  # no queue URL: the in-process queue, in Lambda too
+    join = ctx.background.join
+
+    async def waited_for() -> None:
+        joined.set()
+        await join()
+
+    monkeypatch.setattr(ctx.background, "join", waited_for)
     await ctx.deps.work_queue.enqueue(CompactJob(chat_id="c_1", model="m"))
-    waiting = asyncio.create_task(ctx.before_response())
-    await asyncio.sleep(0)  # the waiter and the job have both started
-    await asyncio.sleep(0)
-    assert waiting.done() is not in_lambda  # in Lambda it waits for the job; elsewhere it returned at once
-    release.set()
-    await waiting
-    assert done.is_set() is in_lambda
+    # When the route's response is about to end (bounded: a wait that never ends fails here)
+    async with asyncio.timeout(30):
+        await ctx.before_response()
+    # Then in Lambda the job had finished; elsewhere the response went without waiting and the job runs on
+    assert (joined.is_set(), done.is_set()) == (in_lambda, in_lambda)
     await ctx.background.join()
     assert done.is_set()
 

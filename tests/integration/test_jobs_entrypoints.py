@@ -24,7 +24,7 @@ from agent_core.container import RunDeps
 from agent_core.context import AppContext, build_context
 from agent_core.domain.jobs import CompactJob, DailySummaryJob, Job, dump_job
 from agent_core.domain.models import Chat, Message, Role
-from agent_core.jobs.handlers import JOB_HANDLERS, HandlerMap, ScheduledJob, ScheduledPass
+from agent_core.jobs.handlers import JOB_HANDLERS, ScheduledJob, ScheduledPass
 from agent_core.jobs.report import JobReport
 from agent_core.jobs.sqs import EnqueueError, SqsWorkQueue
 from agent_core.jobs.worker import process_batch
@@ -130,10 +130,38 @@ class FlakyBatchClient:
 async def test_enqueue_many_retries_only_failed_entries_then_raises() -> None:
     client = FlakyBatchClient()
     jobs: list[Job] = [_compact("c_a"), _compact("c_b"), DailySummaryJob(user_id="u1", date="2026-01-08")]
+    pauses: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        pauses.append(seconds)  # the pause asked for; no real waiting in tests
+
     with pytest.raises(EnqueueError) as raised:
-        await SqsWorkQueue("https://sqs.example/q", lambda: client, retry_base_s=0.0).enqueue_many(jobs)
+        await SqsWorkQueue("https://sqs.example/q", lambda: client, sleep=sleep).enqueue_many(jobs)
     assert client.attempts == [["0", "1", "2"], ["1"]]  # the server-side failure retried alone, once
     assert raised.value.failures == [("daily_summary", "InvalidParameterValue")]
+    assert pauses == [0.1]  # one pause, the first step
+
+
+async def test_enqueue_many_gives_up_on_entries_failing_every_send() -> None:
+    class AlwaysFailing:
+        def __init__(self) -> None:
+            self.sends = 0
+
+        def send_message_batch(self, QueueUrl: str, Entries: list[dict[str, Any]]) -> dict[str, Any]:
+            self.sends += 1
+            return {"Successful": [], "Failed": [{"Id": e["Id"], "SenderFault": False, "Code": "x"} for e in Entries]}
+
+    client = AlwaysFailing()
+    pauses: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+
+    with pytest.raises(EnqueueError) as raised:
+        await SqsWorkQueue("https://sqs.example/q", lambda: client, sleep=sleep).enqueue_many([_compact("c_a")])
+    # Four sends in all, 0.1, 0.2 and 0.4 s apart (no jitter), then the job is reported unsent
+    assert client.sends == 4 and pauses == [0.1, 0.2, 0.4]
+    assert raised.value.failures == [("compact", "retries_exhausted")]
 
 
 # --- process_batch --------------------------------------------------------------------------------
@@ -194,16 +222,24 @@ async def test_when_every_record_fails_all_are_reported_without_raising() -> Non
 
 async def test_records_of_a_batch_run_concurrently_within_the_bound() -> None:
     running, peak = 0, 0
+    full = asyncio.Event()
 
     async def handle(job: Job) -> None:
+        # Each record holds its slot until the bound's worth run together (a batch that ran them one at a
+        # time would never get there: the bounded wait below fails it). They are let go by a callback queued
+        # behind every record the batch has already started (the loop runs callbacks in order), so a batch
+        # over its bound shows it here.
         nonlocal running, peak
         running += 1
         peak = max(peak, running)
-        await asyncio.sleep(0.01)
+        if running == 4:
+            asyncio.get_running_loop().call_soon(full.set)
+        await full.wait()
         running -= 1
 
     records = [_sqs_record(dump_job(_compact(f"c_{n}")), f"m-{n}") for n in range(10)]
-    assert await process_batch({"Records": records}, handle) == {"batchItemFailures": []}
+    async with asyncio.timeout(30):
+        assert await process_batch({"Records": records}, handle) == {"batchItemFailures": []}
     assert peak == 4
 
 
@@ -350,14 +386,30 @@ def test_scheduled_work_goes_through_sqs_to_the_worker(
 
 
 class HandledJobs(list[Job]):
-    """A slow recorder standing in for every job's handler; `handlers` is the map a context is built with."""
+    """A recorder standing in for every job's handler, in the contexts `watch` returns. A job ends (and is
+    recorded) only once something waits for the in-process queue: a job seen here was waited for."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.handlers: HandlerMap = dict.fromkeys(JOB_HANDLERS, self._record)
+        self._joined: asyncio.Event | None = None
+
+    def watch(self, ctx: AppContext) -> AppContext:
+        joined = self._joined = asyncio.Event()
+        join = ctx.background.join
+
+        async def waited_for() -> None:
+            joined.set()
+            await join()
+
+        ctx.background.join = waited_for  # type: ignore[method-assign]
+        return ctx
+
+    def context(self, settings: Settings, **kwargs: Any) -> AppContext:
+        return self.watch(build_context(settings, job_handlers=dict.fromkeys(JOB_HANDLERS, self._record), **kwargs))
 
     async def _record(self, deps: RunDeps, job: Job) -> None:
-        await asyncio.sleep(0.05)
+        assert self._joined is not None
+        await self._joined.wait()
         self.append(job)
 
 
@@ -376,7 +428,7 @@ async def test_dev_routes_run_the_job_at_x_agent_now_and_wait_for_its_work(
     recorded_now: RecordedPasses, handled: HandledJobs, path: str, name: str
 ) -> None:
     settings = make_settings(AGENT_STAGE="dev", AGENT_ALLOW_CLOCK_OVERRIDE="true")
-    ctx = build_context(settings, table=MemoryTable(), job_handlers=handled.handlers, schedules=recorded_now.schedules)
+    ctx = handled.context(settings, table=MemoryTable(), schedules=recorded_now.schedules)
     async with _dev_client(ctx) as client:
         answer = await client.post(f"/api/dev/jobs/{path}", headers={"X-Agent-Now": "2026-01-08T16:30:00+00:00"})
     assert answer.status_code == 200
@@ -526,7 +578,7 @@ def test_cli_backfill_enqueues_one_job_per_date_with_a_progress_bar(
     from agent_core.cli import main
 
     def build(settings: Settings) -> AppContext:
-        return build_context(settings, job_handlers=handled.handlers)
+        return handled.context(settings)
 
     argv = ["jobs", "backfill", "--since", "2026-01-06", "--until", "2026-01-08", "--user", "u1"]
     code = main(argv, build=build)
@@ -554,7 +606,7 @@ def test_cli_daily_summary_for_a_date_and_user_or_at_the_end_of_a_date(
     from agent_core.cli import main
 
     def build(settings: Settings) -> AppContext:
-        return build_context(settings, job_handlers=handled.handlers, schedules=recorded_now.schedules)
+        return handled.context(settings, schedules=recorded_now.schedules)
 
     argv = ["jobs", "daily-summary", "--date", "2026-01-08", "--user", "u1", "--now", "2026-01-09T01:00:00Z"]
     assert main(argv, build=build) == 0
@@ -604,7 +656,7 @@ def test_cli_daily_summary_for_an_active_user_refuses_at_once_and_says_why(
     _active_user(datetime(2026, 1, 9, 0, 55, tzinfo=UTC))
 
     def build(settings: Settings) -> AppContext:
-        return build_context(settings, job_handlers=handled.handlers)
+        return handled.context(settings)
 
     argv = ["jobs", "daily-summary", "--date", "2026-01-08", "--user", "u1", "--now", "2026-01-09T01:00:00Z"]
     assert main(argv, build=build) == 3
@@ -631,7 +683,7 @@ def test_cli_daily_summary_force_summarises_an_active_users_day_now(
     _active_user(datetime(2026, 1, 9, 0, 55, tzinfo=UTC))
 
     def build(settings: Settings) -> AppContext:
-        return build_context(settings, job_handlers=handled.handlers)
+        return handled.context(settings)
 
     argv = ["jobs", "daily-summary", "--date", "2026-01-08", "--user", "u1", "--now", "2026-01-09T01:00:00Z"]
     assert main([*argv, "--force"], build=build) == 0

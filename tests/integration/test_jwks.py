@@ -44,7 +44,7 @@ async def _client(jwks: JwksServer, **settings: Any) -> AsyncIterator[httpx.Asyn
         AGENT_JWT_JWKS_URL=jwks.url,
         AGENT_JWT_ISSUER=JWKS_ISSUER,
         AGENT_JWT_AUDIENCE=JWKS_AUDIENCE,
-        AGENT_DATA_TOKEN_SECRET="test-data-secret",
+        AGENT_DATA_TOKEN_SECRET="test-data-secret-link-key-32-bytes",
         **settings,
     )
     ctx = build_context(configured, table=MemoryTable(), blobs=blobs)

@@ -55,7 +55,7 @@ def catalog(settings: Settings, clock: FakeClock) -> McpCatalog:
 
 @pytest.fixture
 def calc() -> Iterator[tuple[str, McpProbe]]:
-    with mcp_http_server(add_delay_s=0.3) as served:
+    with mcp_http_server() as served:
         yield served
 
 
@@ -164,6 +164,7 @@ async def test_parallel_calls_from_two_tasks_share_one_lazily_opened_session(
         add = by_name((await run.tools())[0])["calc__add"]
         assert probe.connections == 1
         ctx = tool_ctx(settings)
+        probe.add_overlap = 2  # each call answers only once both are in flight together
         first = asyncio.create_task(add.run({"a": 1, "b": 2}, ctx))
         second = asyncio.create_task(add.run({"a": 10, "b": 20}, ctx))
         assert await asyncio.gather(first, second) == [{"result": 3}, {"result": 30}]

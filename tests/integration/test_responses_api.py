@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -438,10 +437,5 @@ def test_in_lambda_a_background_response_is_a_job_for_the_worker(
         client = openai.OpenAI(base_url=f"{base}/v1", api_key="user-a", max_retries=0, timeout=30)
         response = client.responses.create(model="main-agent", input="bg", background=True)
         assert response.status == "queued"
-        final = response
-        for _ in range(200):  # bounded wait for the job to finish, not a timing assertion
-            final = client.responses.retrieve(response.id)
-            if final.status in ("completed", "failed", "cancelled"):
-                break
-            time.sleep(0.05)
+        final = wait_status(client, response.id, {"completed", "failed", "cancelled"})
     assert final.status == "completed" and final.output_text == "Done in Lambda."

@@ -1,13 +1,14 @@
 """The run lease while a run lives: renewed by a heartbeat, released on every way out.
 
-The heartbeat test uses a short lease and a frontend tool whose wait outlives it: the clock is let pass
-the lease's expiry (a condition, not a timed assertion), and the chat must still be busy.
+The heartbeat test holds the run on a frontend tool and drives the lease's clock and its heartbeat from the
+test: each beat happens when the test lets it, and the clock passes the lease taken at the start only after
+the test has seen the renewal. Nothing waits on the wall clock.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
+import queue
 from typing import Any
 
 import httpx
@@ -18,14 +19,57 @@ from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.domain.ids import now_ms
 from agent_core.llm.base import LlmRequest
+from agent_core.runtime import loop as run_loop
+from agent_core.runtime import turn as run_turn
 from agent_core.runtime.cancel import CancelWatch
+from agent_core.runtime.lease import LeaseKeeper
+from agent_core.store.base import TurnStore
 from agent_core.store.memory_table import MemoryTable
 from tests.support.fake_llm import Reply, ScriptedLlm
 from tests.support.fixtures import make_settings
 from tests.support.server import serve
 from tests.support.sse import sse_events
 
-HEARTBEAT_MS = 600  # a lease of 1.5 s
+HEARTBEAT_MS = 600
+WAKE_TIMEOUT_S = 30  # a bound on waiting for the server's thread, never a timing assertion
+
+
+class DrivenHeartbeat:
+    """The lease's clock and its heartbeat, driven by the test (the server runs on a thread of its own).
+
+    The runner's LeaseKeeper gets this clock and `sleep`: each sleep it enters is queued for the test, and
+    returns when the test calls `beat()`, which first moves the clock on by the sleep's length."""
+
+    def __init__(self) -> None:
+        self.now = now_ms()
+        self._asleep: queue.Queue[tuple[asyncio.AbstractEventLoop, asyncio.Event, float]] = queue.Queue()
+        self._pending: tuple[asyncio.AbstractEventLoop, asyncio.Event, float] | None = None
+
+    def clock(self) -> int:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        wake = asyncio.Event()
+        self._asleep.put((asyncio.get_running_loop(), wake, seconds))
+        await wake.wait()
+
+    def keeper(
+        self, store: TurnStore, chat_id: str, run_id: str, heartbeat_ms: int, lease_ms: int, clock: Any
+    ) -> LeaseKeeper:
+        return LeaseKeeper(store, chat_id, run_id, heartbeat_ms, lease_ms, self.clock, self.sleep)
+
+    def wait_asleep(self) -> float:
+        """Block until the keeper sleeps towards its next beat (it has started, or its last renewal is done)."""
+        self._pending = self._asleep.get(timeout=WAKE_TIMEOUT_S)
+        return self._pending[2]
+
+    def beat(self) -> None:
+        """Let one heartbeat interval pass: the clock moves on by it, the keeper wakes and renews."""
+        assert self._pending is not None
+        loop, wake, seconds = self._pending
+        self._pending = None
+        self.now += round(seconds * 1000)
+        loop.call_soon_threadsafe(wake.set)
 
 
 def _lease_expires_at(context: AppContext, chat_id: str) -> int:
@@ -35,11 +79,17 @@ def _lease_expires_at(context: AppContext, chat_id: str) -> int:
 
 
 @pytest.mark.parametrize("agent_now", [None, "2026-01-08T03:00:00+00:00"], ids=["now", "overridden-now"])
-def test_the_lease_is_renewed_while_a_frontend_tool_waits_past_it(agent_now: str | None) -> None:
+def test_the_lease_is_renewed_while_a_frontend_tool_waits_past_it(
+    agent_now: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # With X-Agent-Now in the past too: the lease and its renewals run on the wall clock all the same
     settings = make_settings(
         AGENT_RUN_HEARTBEAT_MS=str(HEARTBEAT_MS), AGENT_STAGE="dev", AGENT_ALLOW_CLOCK_OVERRIDE="true"
     )
+    lease_ms = settings.run_lease_ms
+    heartbeat = DrivenHeartbeat()
+    monkeypatch.setattr(run_turn, "now_ms", heartbeat.clock)  # where a turn takes the lease
+    monkeypatch.setattr(run_loop, "LeaseKeeper", heartbeat.keeper)  # where a run renews it
     context = build_context(settings, table=MemoryTable(), audit=lambda line: None)
     headers = {"X-User-Id": "alice"} | ({"X-Agent-Now": agent_now} if agent_now else {})
     with (
@@ -55,12 +105,16 @@ def test_the_lease_is_renewed_while_a_frontend_tool_waits_past_it(agent_now: str
                 events.append(event)
                 if event["type"] != "tool.end":
                     continue
-                # Given the run waits for the browser, let the clock pass the lease it holds now
+                # Given the run waits for the browser, holding the lease it took at the start
+                assert heartbeat.wait_asleep() == HEARTBEAT_MS / 1000
                 first = _lease_expires_at(context, chat_id)
-                while now_ms() <= first + 100:
-                    time.sleep(0.05)
-                # Then the lease was renewed, and a second query on the chat is still refused
-                assert _lease_expires_at(context, chat_id) > first
+                assert first == heartbeat.now + lease_ms
+                # When one heartbeat passes, the lease is renewed from that beat
+                heartbeat.beat()
+                heartbeat.wait_asleep()
+                assert _lease_expires_at(context, chat_id) == heartbeat.now + lease_ms > first
+                # Then, once the clock is past the first lease, a second query on the chat is still refused
+                heartbeat.now = first + 1
                 during.append(client.post("/api/ap/query", json={"message": "me too", "chatId": chat_id}).status_code)
                 body = {"runId": event["runId"], "toolId": event["toolId"], "params": {"choice": "red"}}
                 assert client.post("/api/ap/submit", json=body).json()["accepted"] is True

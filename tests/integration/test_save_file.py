@@ -20,7 +20,7 @@ from agent_core.tools.registry import ToolRegistry
 from agent_core.tools.service import ToolService
 from tests.support.fixtures import make_settings
 
-SECRET = "save-file-secret"
+SECRET = "save-file-secret-link-key-32-bytes"
 NOW = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 PNG = PNG_SIGNATURE + b"\x00\x00\x00\rIHDR" + bytes(range(256))
 

@@ -3,7 +3,6 @@ against the loopback ConverseStream stub."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -22,6 +21,7 @@ from tests.integration.test_routing import assert_grammar
 from tests.support.bedrock_stub import BedrockCall, BedrockScript, BedrockStub
 from tests.support.fixtures import make_settings
 from tests.support.runs import run_turn, text
+from tests.support.wait import apoll_until
 
 MODEL = "amazon.nova-pro-v1:0"
 
@@ -219,13 +219,13 @@ def _summary_call(call: BedrockCall) -> bool:
 
 async def _summary_at_least(context: AppContext, chat_id: str, version: int) -> Summary:
     """The chat's summary once its version reaches `version` (the job is queued after the response)."""
-    for _ in range(1000):
+
+    async def reached() -> Summary | None:
         await context.background.join()
         summary = await context.deps.store.get_summary(chat_id)
-        if summary is not None and summary.version >= version:
-            return summary
-        await asyncio.sleep(0.005)
-    raise AssertionError(f"no summary version {version}")
+        return summary if summary is not None and summary.version >= version else None
+
+    return await apoll_until(reached, f"summary version {version}")
 
 
 async def test_a_call_without_tools_after_a_tool_turn_sends_the_history_as_text(bedrock_stub: BedrockStub) -> None:

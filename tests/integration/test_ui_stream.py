@@ -128,14 +128,25 @@ def test_wire_headers_done_and_bad_requests(base_url: str, openai_stub: OpenAiSt
     response = httpx.post(api, json=body, headers=auth)
     assert response.status_code == 200 and response.headers["x-vercel-ai-ui-message-stream"] == "v1"
     assert response.text.rstrip().endswith("data: [DONE]")
-    for bad, param in (
-        ({**body, "trigger": "regenerate-message"}, "trigger"),
-        ({**body, "messages": [{**message, "role": "assistant"}]}, "messages"),
-        ({**body, "messages": [{**message, "parts": [{"type": "file", "url": "x"}]}]}, "messages"),
-        ({**body, "messages": [{**message, "parts": [{"type": "text", "text": "x" * 40000}]}]}, "messages"),
+    for bad, param, status, code in (
+        ({**body, "trigger": "regenerate-message"}, "trigger", 422, "unsupported_trigger"),
+        ({**body, "messages": [{**message, "role": "assistant"}]}, "messages", 422, "invalid_request"),
+        (
+            {**body, "messages": [{**message, "parts": [{"type": "file", "url": "x"}]}]},
+            "messages",
+            422,
+            "invalid_request",
+        ),
+        (
+            {**body, "messages": [{**message, "parts": [{"type": "text", "text": "x" * 40000}]}]},
+            "messages",
+            413,
+            "message_too_large",
+        ),
     ):
         refused = httpx.post(api, json=bad, headers=auth)
-        assert refused.status_code in (400, 413, 422) and refused.json()["error"]["param"] == param
+        error = refused.json()["error"]
+        assert (refused.status_code, error["code"], error["param"]) == (status, code, param)
     assert len(openai_stub.requests) == 1
 
 

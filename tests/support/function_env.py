@@ -22,7 +22,7 @@ def lambda_env(aws_env: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]
         "AGENT_TABLE_NAME": "agent-core-test",
         "AGENT_DATA_BUCKET": "agent-core-test-data",
         "AGENT_LLM_PROVIDER": "offline",
-        "AGENT_DATA_TOKEN_SECRET": "test-secret",
+        "AGENT_DATA_TOKEN_SECRET": "test-secret-data-link-key-32-bytes",
         "POWERTOOLS_TRACE_DISABLED": "1",
     }.items():
         monkeypatch.setenv(name, value)

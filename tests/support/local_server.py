@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
 from tests.support.server import free_port
+from tests.support.wait import accepts, poll_until
 
 
 @contextmanager
@@ -44,12 +43,7 @@ def _serve(python: str, cwd: str | None, env_overrides: dict[str, str]) -> Itera
         process.kill()
         _, stderr = process.communicate(timeout=10)
         raise AssertionError(f"the server did not start: {banner}{stderr[-3000:]}")
-    for _ in range(400):  # bounded wait for the socket to accept, not a timing assertion
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.05)
+    poll_until(lambda: accepts(port), f"the server accepts on port {port}", interval_s=0.05)
     try:
         yield f"http://127.0.0.1:{port}", process
     finally:

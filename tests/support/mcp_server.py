@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from tests.support.server import free_port
+from tests.support.wait import poll_until
 
 
 @dataclass
@@ -27,6 +27,7 @@ class McpProbe:
     headers: list[dict[str, str]] = field(default_factory=list)
     add_in_flight: int = 0
     add_peak: int = 0
+    add_overlap: int = 1  # `add` answers once this many calls have been in flight together
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -35,8 +36,9 @@ class McpProbe:
         return self.methods["server/discover"] + self.methods["initialize"]
 
 
-def build_server(probe: McpProbe, add_delay_s: float = 0.0) -> MCPServer[Any]:
-    """`add(a, b)` (optionally slow, to show overlap) and `fail()` (an isError result)."""
+def build_server(probe: McpProbe) -> MCPServer[Any]:
+    """`add(a, b)` (answering once `probe.add_overlap` calls are in flight, to show overlap) and `fail()` (an
+    isError result)."""
     server: MCPServer[Any] = MCPServer("calc", log_level="WARNING")
 
     async def count(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
@@ -46,17 +48,25 @@ def build_server(probe: McpProbe, add_delay_s: float = 0.0) -> MCPServer[Any]:
 
     server.middleware.append(count)
 
+    overlapped = asyncio.Condition()
+
     @server.tool(description="Add two integers.")
     async def add(a: int, b: int) -> int:
-        with probe._lock:
-            probe.add_in_flight += 1
-            probe.add_peak = max(probe.add_peak, probe.add_in_flight)
-        try:
-            await asyncio.sleep(add_delay_s)
-            return a + b
-        finally:
+        # Each call answers once `probe.add_overlap` calls have been in flight together (a bounded wait: calls
+        # that never overlap get an error naming it, never a hang)
+        async with overlapped:
             with probe._lock:
-                probe.add_in_flight -= 1
+                probe.add_in_flight += 1
+                probe.add_peak = max(probe.add_peak, probe.add_in_flight)
+            overlapped.notify_all()
+            try:
+                await asyncio.wait_for(overlapped.wait_for(lambda: probe.add_peak >= probe.add_overlap), 30)
+            except TimeoutError:
+                raise ToolError(f"add calls did not overlap {probe.add_overlap} at a time") from None
+            finally:
+                with probe._lock:
+                    probe.add_in_flight -= 1
+        return a + b
 
     @server.tool(description="Always fails.")
     def fail() -> str:
@@ -79,19 +89,18 @@ class _HeaderProbe:
 
 
 @contextmanager
-def mcp_http_server(add_delay_s: float = 0.0) -> Iterator[tuple[str, McpProbe]]:
+def mcp_http_server() -> Iterator[tuple[str, McpProbe]]:
     """Yield the `/mcp` endpoint URL and the probe while uvicorn serves the MCP app; stop it afterwards."""
     probe = McpProbe()
-    app = _HeaderProbe(build_server(probe, add_delay_s).streamable_http_app(), probe)
+    app = _HeaderProbe(build_server(probe).streamable_http_app(), probe)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:  # bounded wait for the socket (the app's lifespan starts the session manager first)
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the MCP test server did not start")
-        time.sleep(0.01)
+    # The socket opens once the app's lifespan has started the session manager
+    poll_until(lambda: server.started or not thread.is_alive(), "the MCP test server started", bound_s=10)
+    if not server.started:
+        raise RuntimeError("the MCP test server did not start")
     try:
         yield f"http://127.0.0.1:{port}/mcp", probe
     finally:

@@ -19,6 +19,8 @@ from openai.types.conversations import Conversation, ConversationDeletedResource
 from openai.types.responses import Response, ResponseItemList, ResponseStreamEvent
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from tests.support.sse import data_in
+
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
@@ -120,10 +122,11 @@ class WireCheck:
         await self.app(scope, receive, checked_send)
 
     def _event(self, family: str, where: str, raw: bytes) -> None:
-        data = [line[5:].strip() for line in raw.decode().splitlines() if line.startswith("data:")]
+        data = data_in(raw + b"\n\n")  # one message (the body was split at its blank line), or a ping
         if not data or data == ["[DONE]"]:
             return  # a ping (an SSE comment) or Chat Completions' end marker
-        payload = json.loads("\n".join(data))
+        (message,) = data
+        payload = json.loads(message)
         if family == "/v1/responses":
             self._record(where, payload, validate_stream_event(payload))
         else:

@@ -7,7 +7,7 @@ Its fixtures are registered for every test by tests/conftest.py (`pytest_plugins
 
 from __future__ import annotations
 
-import time
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +24,7 @@ from tests.support.fixtures import make_settings
 from tests.support.openai_stub import OpenAiStub
 from tests.support.openai_wire import WireCheck
 from tests.support.server import serve
+from tests.support.wait import NeverHappened, poll_until
 
 
 @pytest.fixture(name="context")
@@ -72,9 +73,9 @@ def base_url_fixture(context: AppContext, responses_server: tuple[str, _TestApp]
     try:
         yield f"{base}/v1"
     finally:
-        deadline = time.monotonic() + 10  # bounded drain, as a server's shutdown waits for its responses
-        while current.in_flight and time.monotonic() < deadline:
-            time.sleep(0.01)
+        # A bounded drain, as a server's shutdown waits for its responses (and then goes on, as it does)
+        with contextlib.suppress(NeverHappened):
+            poll_until(lambda: not current.in_flight, "the test's requests ended", bound_s=10)
         current.app = None
     assert checked.errors == [], "\n\n".join(checked.errors)
 
@@ -103,9 +104,9 @@ def chat_messages(request: dict[str, Any]) -> list[tuple[str, str]]:
 
 def wait_status(client: openai.OpenAI, response_id: str, wanted: set[str]) -> Any:
     """Poll as a client would (bounded): the response once its status is one of `wanted`."""
-    deadline = time.monotonic() + 15
-    while True:
+
+    def settled() -> Any:
         response = client.responses.retrieve(response_id)
-        if response.status in wanted or time.monotonic() > deadline:
-            return response
-        time.sleep(0.02)
+        return response if response.status in wanted else None
+
+    return poll_until(settled, f"response {response_id} reached {sorted(wanted)}", bound_s=15, interval_s=0.02)

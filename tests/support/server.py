@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import uvicorn
 
 from agent_core.cli import listen
+from tests.support.wait import poll_until
 
 
 def free_port() -> int:
@@ -34,10 +34,7 @@ def serve(app: Any, server: uvicorn.Server | None = None) -> Iterator[str]:
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    for _ in range(400):  # bounded wait for the socket, not a timing assertion
-        if server.started:
-            break
-        time.sleep(0.01)
+    poll_until(lambda: server.started or not thread.is_alive(), "the test server started")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

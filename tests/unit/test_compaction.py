@@ -36,6 +36,7 @@ class ScriptedLlm:
         self.requests: list[LlmRequest] = []
         self.gate_at = gate_at
         self.gate = asyncio.Event()
+        self.replied: dict[str, str] = {}  # by the calling task's name: which caller got which text
 
     async def stream(self, request: LlmRequest) -> AsyncIterator[LlmDelta]:
         self.requests.append(request)
@@ -44,7 +45,11 @@ class ScriptedLlm:
             if len(self.requests) >= self.gate_at:
                 self.gate.set()
             await self.gate.wait()
-        yield LlmDelta(content=self.replies[min(index, len(self.replies) - 1)])
+        reply = self.replies[min(index, len(self.replies) - 1)]
+        task = asyncio.current_task()
+        if task is not None:
+            self.replied[task.get_name()] = reply
+        yield LlmDelta(content=reply)
         yield LlmDelta(finish_reason="stop")
         yield LlmDelta(usage=Usage(prompt_tokens=10, completion_tokens=5))
 
@@ -275,6 +280,19 @@ async def test_raw_messages_are_kept_after_compaction() -> None:
 
 # ---------------------------------------------------------------- the race
 
+RACERS = ("compaction-1", "compaction-2")
+
+
+async def _race(f: Fixture, llm: ScriptedLlm) -> list[bool]:
+    """Two compactions of the chat at once, as tasks named for `llm.replied`."""
+    tasks = [asyncio.create_task(compact(f.store, llm, MODEL, f.chat.chat_id, POLICY), name=n) for n in RACERS]
+    return list(await asyncio.gather(*tasks))
+
+
+def _winner(results: list[bool]) -> str:
+    assert sorted(results) == [False, True]
+    return RACERS[results.index(True)]
+
 
 async def test_two_concurrent_compactions_one_wins_and_one_summary_exists() -> None:
     # Given a chat over the threshold, and a model that holds both callers until both have read the store
@@ -283,10 +301,7 @@ async def test_two_concurrent_compactions_one_wins_and_one_summary_exists() -> N
     llm = ScriptedLlm(["summary by A", "summary by B"], gate_at=2)
 
     # When two compactions run at the same time (no summary yet: both expect "none")
-    results = await asyncio.gather(
-        compact(f.store, llm, MODEL, f.chat.chat_id, POLICY),
-        compact(f.store, llm, MODEL, f.chat.chat_id, POLICY),
-    )
+    results = await _race(f, llm)
 
     # Then both summarised from the same state, exactly one wrote, and one SUMMARY item exists
     assert len(llm.requests) == 2
@@ -295,7 +310,7 @@ async def test_two_concurrent_compactions_one_wins_and_one_summary_exists() -> N
     assert await f.summary_items() == 1
     summary = await f.store.get_summary(f.chat.chat_id)
     assert summary is not None and summary.version == 1
-    assert summary.content in {"summary by A", "summary by B"}
+    assert summary.content == llm.replied[_winner(results)]  # the text of the compaction that wrote
 
 
 async def test_two_concurrent_compactions_over_an_existing_summary_one_wins() -> None:
@@ -307,15 +322,12 @@ async def test_two_concurrent_compactions_over_an_existing_summary_one_wins() ->
     llm = ScriptedLlm(["next A", "next B"], gate_at=2)
 
     # When two compactions race from version 1
-    results = await asyncio.gather(
-        compact(f.store, llm, MODEL, f.chat.chat_id, POLICY),
-        compact(f.store, llm, MODEL, f.chat.chat_id, POLICY),
-    )
+    results = await _race(f, llm)
 
     # Then one wins, the version moved by exactly one, and there is still a single SUMMARY item
     assert sorted(results) == [False, True]
     assert all(p.startswith("Previous summary:\nbase") for p in (llm.prompt(0), llm.prompt(1)))
     summary = await f.store.get_summary(f.chat.chat_id)
     assert summary is not None and summary.version == 2
-    assert summary.content in {"next A", "next B"}
+    assert summary.content == llm.replied[_winner(results)]
     assert await f.summary_items() == 1

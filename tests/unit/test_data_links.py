@@ -13,7 +13,7 @@ from agent_core.tools.data_links import DataLinks, data_link
 from agent_core.tools.data_token import DataTokenError, verify_data_token
 from tests.support.fixtures import make_settings
 
-SECRET = "unit-secret"
+SECRET = "unit-secret-data-link-key-32-bytes"
 
 
 @pytest.fixture(autouse=True)

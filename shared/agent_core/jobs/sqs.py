@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from agent_core.backoff import Backoff, Sleep, retrying
 from agent_core.domain.jobs import Job, dump_job
 from agent_core.jobs.job_run import stamped
 from agent_core.observability import logger
@@ -13,8 +14,12 @@ from agent_core.store.aws_client import ThreadedAwsClient
 
 MAX_DELAY_S = 900  # SQS DelaySeconds: 0..900
 BATCH_SIZE = 10  # SendMessageBatch: at most 10 entries
-BATCH_ATTEMPTS = 4  # the first send and up to three retries of the entries that failed
-RETRY_BASE_S = 0.1
+# The first send and up to three resends of the entries that failed, after 0.1, 0.2 and 0.4 s.
+BATCH_BACKOFF = Backoff(attempts=4, base_s=0.1, jitter="none")
+
+
+class _EntriesFailed(RuntimeError):
+    """Some entries of a batch failed on the server's side: worth sending again."""
 
 
 class EnqueueError(RuntimeError):
@@ -34,9 +39,17 @@ def clamp_delay(delay_s: int) -> int:
 class SqsWorkQueue(ThreadedAwsClient):
     """The WorkQueue port on one SQS queue; `enqueue_many` sends batches of 10 and retries failed entries."""
 
-    def __init__(self, queue_url: str, client_factory: Callable[[], Any], retry_base_s: float = RETRY_BASE_S) -> None:
+    def __init__(
+        self,
+        queue_url: str,
+        client_factory: Callable[[], Any],
+        *,
+        backoff: Backoff = BATCH_BACKOFF,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
         self.queue_url = queue_url
-        self.retry_base_s = retry_base_s  # the first retry's wait, doubled for each further one
+        self.backoff = backoff
+        self._sleep = sleep
         super().__init__(client_factory)
 
     async def enqueue(self, job: Job, delay_s: int = 0) -> None:
@@ -55,11 +68,13 @@ class SqsWorkQueue(ThreadedAwsClient):
         """Send up to 10 jobs; returns (kind, code) for each job still unsent after the retries."""
         pending = {str(index): job for index, job in enumerate(jobs)}
         given_up: list[tuple[str, str]] = []
-        for attempt in range(BATCH_ATTEMPTS):
-            if attempt:
-                await asyncio.sleep(self.retry_base_s * 2 ** (attempt - 1))
+        sent = 0
+
+        async def send() -> None:
+            nonlocal pending, sent
             entries = [{"Id": key, "MessageBody": dump_job(job)} for key, job in pending.items()]
             response = await self._call("send_message_batch", QueueUrl=self.queue_url, Entries=entries)
+            sent += 1
             retry: dict[str, Job] = {}
             for failed in response.get("Failed", []):
                 job = pending[failed["Id"]]
@@ -69,9 +84,13 @@ class SqsWorkQueue(ThreadedAwsClient):
                 else:
                     retry[failed["Id"]] = job
             pending = retry
-            if not pending:
-                return given_up
-            logger.warning(
-                "queue batch entries failed", extra={"attempt": attempt + 1, "kinds": [j.kind for j in retry.values()]}
-            )
-        return given_up + [(job.kind, "retries_exhausted") for job in pending.values()]
+            if pending:
+                kinds = [j.kind for j in retry.values()]
+                logger.warning("queue batch entries failed", extra={"attempt": sent, "kinds": kinds})
+                raise _EntriesFailed(f"{len(pending)} entries failed")
+
+        try:
+            await retrying(send, self.backoff, _EntriesFailed, sleep=self._sleep)
+        except _EntriesFailed:
+            return given_up + [(job.kind, "retries_exhausted") for job in pending.values()]
+        return given_up

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -73,10 +72,6 @@ def day_bounds(day: date, tz: ZoneInfo) -> tuple[int, int]:
 def close_bucket(close_ms: int) -> str:
     """The UTC hour in which an instant falls, as yyyymmddhh (the day-marker index bucket)."""
     return from_ms(close_ms).strftime("%Y%m%d%H")
-
-
-def shard(key: str, shards: int) -> int:
-    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % shards
 
 
 def id_floor(ms: int) -> str:

@@ -9,8 +9,8 @@ from agent_core.domain.ids import base36
 from agent_core.domain.jobs import SessionSummaryJob
 from agent_core.domain.models import Chat, Message, Role, SessionSummary
 from agent_core.domain.session_plan import DayMark, SessionPlan
-from agent_core.memory.calendar import close_bucket, day_bounds, local_date, shard
-from agent_core.store.schema import SHARDS
+from agent_core.memory.calendar import close_bucket, day_bounds, local_date
+from agent_core.store.schema import SHARDS, shard
 
 
 def new_session_id(at_ms: int) -> str:

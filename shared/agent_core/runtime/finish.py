@@ -12,7 +12,7 @@ from agent_core.domain.ids import sortable_id
 from agent_core.domain.models import Message, Role, RunStatus, ToolCallRecord, TurnResult, Usage
 from agent_core.observability import metrics
 from agent_core.runtime.turn import PreparedTurn, release_failed_run
-from agent_core.store.retry import RetryPolicy, retrying
+from agent_core.store.retry import retry_write, write_backoff
 
 
 @dataclass
@@ -68,8 +68,8 @@ async def persist_run(
         messages = [m for m in messages if m.role != Role.ASSISTANT or m.tool_calls]
     run.snapshot = entries  # the store keeps it whole, in S3 when it cannot fit the run's item
     # Everything above is fixed before the first attempt (ids, times), so every retry writes the same items.
-    policy = RetryPolicy.of(turn.deps.settings)
-    await retrying(lambda: turn.deps.store.finish_turn(run, messages, run.ended_at or 0), policy, "finish_turn")
+    backoff = write_backoff(turn.deps.settings)
+    await retry_write(lambda: turn.deps.store.finish_turn(run, messages, run.ended_at or 0), backoff, "finish_turn")
     turn.result = run.result
     _emit_metrics(turn)
 

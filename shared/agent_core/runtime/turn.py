@@ -32,7 +32,7 @@ from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.interrupted import settle_interrupted_run
 from agent_core.runtime.replay import ended_unstarted
 from agent_core.store.base import DuplicateRequest, RecentMessages, SessionChanged
-from agent_core.store.retry import RetryPolicy, retrying
+from agent_core.store.retry import retry_write, write_backoff
 
 CHAT_NAME_CHARS = 30
 
@@ -180,20 +180,20 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         )
     idle_ms = s.idle_timeout_minutes * 60_000
     plan = plan_session(chat, at_ms, tz, idle_ms, new_chat=created)
-    policy = RetryPolicy.of(s)
+    backoff = write_backoff(s)
     restarted = False
     try:
         try:
             # Retried on throttling/timeouts: begin_turn recognises its own earlier commit.
-            await retrying(
-                lambda: deps.store.begin_turn(chat, run, user_message, s.run_lease_ms, plan), policy, "begin_turn"
+            await retry_write(
+                lambda: deps.store.begin_turn(chat, run, user_message, s.run_lease_ms, plan), backoff, "begin_turn"
             )
         except SessionChanged as changed:
             # The idle job closed the session between our read and write: plan again from the new META.
             chat = changed.chat
             plan = plan_session(chat, at_ms, tz, idle_ms)
-            await retrying(
-                lambda: deps.store.begin_turn(chat, run, user_message, s.run_lease_ms, plan), policy, "begin_turn"
+            await retry_write(
+                lambda: deps.store.begin_turn(chat, run, user_message, s.run_lease_ms, plan), backoff, "begin_turn"
             )
     except ServiceUnavailable:
         # An attempt may have committed before its answer was lost: free whatever it may have taken.
@@ -261,7 +261,7 @@ async def _release_run(deps: RunDeps, run: Run, terminal: Event, at_ms: int, que
     if run.snapshot is None:
         run.snapshot = ended_unstarted(run, terminal, at_ms, question)
     try:
-        await retrying(lambda: deps.store.abandon_turn(run), RetryPolicy.of(deps.settings), "abandon_turn")
+        await retry_write(lambda: deps.store.abandon_turn(run), write_backoff(deps.settings), "abandon_turn")
     except Exception:
         logger.exception("could not release the run's lease", extra={"runId": run.run_id})
 

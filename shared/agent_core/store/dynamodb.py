@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import random
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
+from agent_core.backoff import Backoff, Sleep, retrying
 from agent_core.errors import ServiceUnavailable
 from agent_core.store.aws_client import ThreadedAwsClient
 from agent_core.store.schema import PK, SK, key_attributes
@@ -105,20 +104,8 @@ class UnprocessedItems(RuntimeError):
     """A batch request still left items unprocessed after every retry (the table is throttling)."""
 
 
-@dataclass(frozen=True)
-class Backoff:
-    """Retries of a batch's unprocessed items: exponential with full jitter, capped, a bounded number of times."""
-
-    attempts: int = 8  # requests in all, the first included
-    base_s: float = 0.05
-    cap_s: float = 2.0
-
-    def delay(self, retry: int) -> float:
-        """The pause before retry number `retry` (0-based): uniform in [0, min(cap, base * 2**retry)]."""
-        return random.uniform(0.0, min(self.cap_s, self.base_s * 2**retry))
-
-
-Sleep = Callable[[float], Awaitable[None]]
+# Resending a batch's unprocessed items: eight requests in all, full jitter from 50 ms doubling up to 2 s.
+BATCH_BACKOFF = Backoff(attempts=8, base_s=0.05, cap_s=2.0, jitter="full")
 
 
 class DynamoTable(ThreadedAwsClient):
@@ -129,7 +116,7 @@ class DynamoTable(ThreadedAwsClient):
         table_name: str,
         client_factory: Callable[[], Any],
         *,
-        backoff: Backoff = Backoff(),
+        backoff: Backoff = BATCH_BACKOFF,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.table_name = table_name
@@ -141,16 +128,18 @@ class DynamoTable(ThreadedAwsClient):
         """Send a BatchGetItem / BatchWriteItem and resend what it left unprocessed, backing off; the responses."""
         responses: list[dict[str, Any]] = []
         pending = request
-        for attempt in range(self.backoff.attempts):
-            if attempt:
-                await self._sleep(self.backoff.delay(attempt - 1))
+
+        async def send() -> None:
+            nonlocal pending
             response = await self._call(operation, RequestItems=pending)
             responses.append(response)
             pending = response.get(unprocessed) or {}
-            if not pending:
-                return responses
-        left = sum(len(v.get("Keys", v)) if isinstance(v, dict) else len(v) for v in pending.values())
-        raise UnprocessedItems(f"{operation}: {left} item(s) still unprocessed after {self.backoff.attempts} requests")
+            if pending:
+                left = sum(len(v.get("Keys", v)) if isinstance(v, dict) else len(v) for v in pending.values())
+                raise UnprocessedItems(f"{operation}: {left} item(s) still unprocessed after {len(responses)} requests")
+
+        await retrying(send, self.backoff, UnprocessedItems, sleep=self._sleep)
+        return responses
 
     async def get(self, key: Key) -> Item | None:
         response = await self._call("get_item", TableName=self.table_name, Key=_key(key), ConsistentRead=True)

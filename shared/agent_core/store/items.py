@@ -29,8 +29,7 @@ from agent_core.domain.models import (
     Summary,
     Wait,
 )
-from agent_core.memory.calendar import shard
-from agent_core.store.schema import GSI1, GSI3, PK, SHARDS, SK, TTL_ATTRIBUTE
+from agent_core.store.schema import GSI1, GSI3, PK, SHARDS, SK, TTL_ATTRIBUTE, shard
 from agent_core.store.table import Item, Key
 
 META = "META"

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
+from agent_core.backoff import Backoff, Sleep, retrying
 from agent_core.config import Settings
 from agent_core.errors import ServiceUnavailable
 from agent_core.observability import logger
@@ -16,34 +15,25 @@ T = TypeVar("T")
 CAP_S = 2.0
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    attempts: int = 5
-    base_s: float = 0.1
-
-    @staticmethod
-    def of(settings: Settings) -> RetryPolicy:
-        return RetryPolicy(attempts=max(1, settings.store_write_attempts), base_s=settings.store_retry_base_ms / 1000)
-
-    def delay(self, attempt: int) -> float:
-        """Before attempt `attempt + 1`: half the capped exponential step, plus up to as much again."""
-        step = min(CAP_S, self.base_s * (2**attempt))
-        return step / 2 + random.random() * step / 2
+def write_backoff(settings: Settings) -> Backoff:
+    """AGENT_STORE_WRITE_ATTEMPTS tries; pauses from AGENT_STORE_RETRY_BASE_MS doubling up to 2 s, each half
+    its step plus up to as much again."""
+    attempts = max(1, settings.store_write_attempts)
+    return Backoff(attempts=attempts, base_s=max(0, settings.store_retry_base_ms) / 1000, cap_s=CAP_S, jitter="equal")
 
 
-async def retrying(op: Callable[[], Awaitable[T]], policy: RetryPolicy, what: str) -> T:
+async def retry_write(op: Callable[[], Awaitable[T]], backoff: Backoff, what: str, sleep: Sleep = asyncio.sleep) -> T:
     """`op()` until it succeeds, retrying only `ServiceUnavailable`; the last failure is raised.
 
     Every `op` retried here must be idempotent: an attempt whose answer was lost may have committed.
     """
-    attempt = 0
-    while True:
-        try:
-            return await op()
-        except ServiceUnavailable as exc:
-            attempt += 1
-            if attempt >= policy.attempts:
-                logger.error("storage write failed", extra={"write": what, "attempts": attempt, "error": exc.message})
-                raise
-            logger.warning("storage write failed, retrying", extra={"write": what, "attempt": attempt})
-            await asyncio.sleep(policy.delay(attempt - 1))
+
+    def retried(attempt: int, exc: BaseException) -> None:
+        logger.warning("storage write failed, retrying", extra={"write": what, "attempt": attempt})
+
+    try:
+        return await retrying(op, backoff, ServiceUnavailable, sleep=sleep, on_retry=retried)
+    except ServiceUnavailable as exc:
+        extra = {"write": what, "attempts": backoff.attempts, "error": exc.message}
+        logger.error("storage write failed", extra=extra)
+        raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,3 +67,8 @@ def create_table_kwargs(table_name: str) -> dict[str, Any]:
             for index in INDEXES
         ],
     }
+
+
+def shard(key: str, shards: int = SHARDS) -> int:
+    """The index shard `key` (a user or chat id) writes to: stable across processes and versions."""
+    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % shards

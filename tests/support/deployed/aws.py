@@ -20,7 +20,6 @@ import secrets
 import socket
 import string
 import subprocess
-import time
 import urllib.request
 from collections import defaultdict
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ import boto3
 from tests.support.deployed.build import Synthesis
 from tests.support.deployed.recorder import BATCH_ACTIONS, RecordingProxy, iam_actions
 from tests.support.deployed.template import ACCOUNT, REGION, Resolver
+from tests.support.wait import NeverHappened, poll_until
 
 # moto checks these services' actions against resource "*" only (no resource ARN is computed for them).
 ACTION_ONLY_SERVICES = ("dynamodb:", "secretsmanager:", "logs:", "xray:")
@@ -69,15 +69,21 @@ class MotoServer:
         self.process = subprocess.Popen(
             [str(executable), "-H", "127.0.0.1", "-p", str(self.port)], env=env, stdout=self._log, stderr=self._log
         )
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{self.url}/moto-api/", timeout=2).close()
-                break
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"moto_server did not start; see {log_path}") from None
-                time.sleep(0.1)
+        try:
+            poll_until(self._answers_or_exited, "moto_server answers", bound_s=60, interval_s=0.1)
+        except NeverHappened:
+            raise RuntimeError(f"moto_server did not start; see {log_path}") from None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"moto_server did not start; see {log_path}")
+
+    def _answers_or_exited(self) -> bool:
+        if self.process.poll() is not None:
+            return True
+        try:
+            urllib.request.urlopen(f"{self.url}/moto-api/", timeout=2).close()
+        except OSError:
+            return False
+        return True
 
     def stop(self) -> None:
         self.process.terminate()

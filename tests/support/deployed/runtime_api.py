@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from tests.support.loopback import Loopback, LoopbackServer
+from tests.support.sse import sse_data, sse_response
 
 PREFIX = "/2018-06-01/runtime"
 STREAM_SEPARATOR = b"\x00" * 8
@@ -68,20 +69,14 @@ class StreamedResponse:
                 return
             yield piece
 
-    def iter_lines(self, timeout: float = 60) -> Iterator[str]:
-        buffer = b""
-        for piece in self.iter_bytes(timeout):
-            buffer += piece
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                yield line.decode().rstrip("\r")
-        if buffer:
-            yield buffer.decode()
+    def sse_data(self, timeout: float = 60) -> Iterator[str]:
+        """Each SSE message's data, as the bytes arrive (`[DONE]` included)."""
+        return sse_data(sse_response(self.iter_bytes(timeout)))
 
     def sse_events(self, timeout: float = 60) -> Iterator[dict[str, Any]]:
-        for line in self.iter_lines(timeout):
-            if line.startswith("data: ") and line[6:].strip() != "[DONE]":
-                yield json.loads(line[6:])
+        for data in self.sse_data(timeout):
+            if data != "[DONE]":
+                yield json.loads(data)
 
 
 class _Handler(BaseHTTPRequestHandler):
