@@ -12,6 +12,7 @@ from agent_core.domain.models import ToolCall
 from agent_core.errors import LlmRejectedTools
 from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.next_step import Draft, FinalAnswer, RunAgain, Steps, StrategyError, WaitForClient
+from agent_core.runtime.router import route_and_run
 from agent_core.runtime.strategies.chain import chain_strategy, tool_branch
 from agent_core.runtime.strategies.common import GATHERED, close_at_max_steps
 from agent_core.runtime.strategies.direct import direct_strategy
@@ -237,3 +238,21 @@ async def test_steps_refuse_a_strategy_without_a_step_or_with_events_after_it() 
     for strategy in (silent, chatty):
         with pytest.raises(StrategyError):
             _ = [e async for e in Steps(FakeRun(agent(), []), strategy)]
+
+
+# ----- the router: a strategy over the protocol alone -----
+
+
+async def test_the_router_answers_a_history_question_from_the_run_records_without_a_model_call() -> None:
+    r = FakeRun(agent(), [], message="what did we talk about yesterday?")
+    events, step = await collect(route_and_run, r)
+    assert isinstance(step, FinalAnswer) and step.text and streamed(events) == step.text
+    route = next(e for e in events if isinstance(e, RunRoute))
+    assert route.mode == "time_query" and r.requests == [], "no records: the fixed reply, no model call"
+
+
+async def test_the_router_sends_a_continuation_straight_to_the_agent_strategy() -> None:
+    r = FakeRun(agent(), [Reply(text="Done.")], message="what did we talk about yesterday?", continuation=True)
+    events, step = await collect(route_and_run, r)
+    assert step == FinalAnswer("Done.")
+    assert [e.mode for e in events if isinstance(e, RunRoute)] == ["function"]
