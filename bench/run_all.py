@@ -40,7 +40,7 @@ def _yes(ok: bool) -> str:
 def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     rows: list[tuple[str, str, str, str]] = []
     lat = results["turn_latency"]
-    for key in ("memory", "moto", "moto_shared"):
+    for key in ("memory", "sqlite", "moto", "moto_shared"):
         r = lat[key]
         rows.append(
             (

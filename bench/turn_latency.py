@@ -1,4 +1,5 @@
-"""Request received -> first LLM request sent, for a plain turn, on the in-memory table and on moto.
+"""Request received -> first LLM request sent, for a plain turn, on the in-memory table, on the embedded
+SQLite table (a fresh database file) and on moto.
 
 "Request received" is taken just before `await run_blocking(deps, TurnRequest(...))` (the runtime
 call, not HTTP): it covers validation, the chat/summary read, the lease transaction, the history
@@ -6,8 +7,10 @@ read, the window and the agent loop up to the model call. The end is the moment 
 stream body starts. Every measured turn is in an existing chat holding 4-22 messages; a new chat is
 opened (unmeasured) every 10 turns, so compaction (after 40 uncovered messages) never triggers.
 
-On moto the time spent inside boto3 DynamoDB calls (botocore + moto, from botocore's before-call to
-after-call events) is also reported, and the rest: the product's own work plus the thread hops.
+The whole turn (request received -> `run_blocking` returned: the answer and the run stored, the lease
+released) and its CPU time are reported too. On moto the time spent inside boto3 DynamoDB calls (botocore +
+moto, from botocore's before-call to after-call events) is also reported, and the rest: the product's own
+work plus the thread hops.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agent_core.context import build_context
@@ -25,6 +30,8 @@ from agent_core.runtime.blocking import run_blocking
 from agent_core.runtime.turn import TurnRequest
 from agent_core.store.dynamodb import DynamoTable
 from agent_core.store.memory_table import MemoryTable
+from agent_core.store.sqlite_db import SqliteDatabase
+from agent_core.store.sqlite_table import SqliteTable
 from agent_core.store.table import Table
 from bench.common import (
     USER_MESSAGE,
@@ -41,13 +48,16 @@ from bench.common import (
 
 TURNS_PER_CHAT = 10
 SEED_TURNS = 2  # unmeasured turns that open each chat: it holds 4 messages before its first measured turn
-TARGET_P50_MS = {"memory": 15.0, "moto": 40.0}
+TARGET_P50_MS = {"memory": 15.0, "sqlite": 15.0, "moto": 40.0}
+TABLES = ("memory", "sqlite", "moto")
 
 
 @dataclass
 class Sample:
     total_ms: float
     ddb_ms: float  # inside DynamoDB calls made before the first LLM request
+    turn_ms: float  # the whole turn: run_blocking returned (answer stored, lease released)
+    cpu_ms: float  # CPU time of the whole turn, every thread of the process (steadier than wall time on a busy machine)
 
 
 async def _measure(table_for_chat: Callable[[int], Table], log: DdbCallLog, turns: int, warmup: int) -> list[Sample]:
@@ -66,13 +76,15 @@ async def _measure(table_for_chat: Callable[[int], Table], log: DdbCallLog, turn
         if done == warmup:
             gc.collect()
         calls_before, ddb_before = len(llm.calls), len(log.calls)
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         await run_blocking(ctx.deps, TurnRequest(user_id=user, message=USER_MESSAGE, chat_id=chat_id))
+        ended, cpu_ended = time.perf_counter(), time.process_time()
         first_llm = llm.calls[calls_before].at
         after_turn()
         if done >= warmup:
             ddb_ms = sum((c.ms for c in log.since(ddb_before) if c.started < first_llm), 0.0)
-            samples.append(Sample((first_llm - started) * 1000, ddb_ms))
+            wall_ms, cpu_ms = (ended - started) * 1000, (cpu_ended - cpu_started) * 1000
+            samples.append(Sample((first_llm - started) * 1000, ddb_ms, wall_ms, cpu_ms))
     await ctx.background.join()
     if llm.summarize_calls():
         raise RuntimeError("compaction ran during the latency benchmark")
@@ -82,17 +94,22 @@ async def _measure(table_for_chat: Callable[[int], Table], log: DdbCallLog, turn
 def _summary(name: str, target: float, samples: list[Sample], items: int) -> dict[str, Any]:
     totals = [s.total_ms for s in samples]
     rest = [s.total_ms - s.ddb_ms for s in samples]
+    whole = [s.turn_ms for s in samples]
     p50 = percentile(totals, 50)
     return {
         "table": name,
         "turns": len(samples),
         "p50_ms": round(p50, 2),
+        "p95_ms": round(percentile(totals, 95), 2),
         "p99_ms": round(percentile(totals, 99), 2),
         "mean_ms": round(sum(totals) / len(totals), 2),
         "max_ms": round(max(totals), 2),
         "ddb_p50_ms": round(percentile([s.ddb_ms for s in samples], 50), 2),
         "rest_p50_ms": round(percentile(rest, 50), 2),
         "rest_p99_ms": round(percentile(rest, 99), 2),
+        "turn_p50_ms": round(percentile(whole, 50), 2),
+        "turn_p95_ms": round(percentile(whole, 95), 2),
+        "turn_cpu_mean_ms": round(sum(s.cpu_ms for s in samples) / len(samples), 3),
         "items_at_end": items,
         "target_p50_ms": target,
         "meets_target": p50 < target,
@@ -104,8 +121,37 @@ def _item_count(table: DynamoTable) -> int:
     return int(response["Count"])
 
 
-def run(turns: int = 300, warmup: int = 20) -> dict[str, Any]:
-    """Three runs: in-memory; moto with a fresh table per chat; moto with one table for every chat.
+ROUNDS = 5
+
+
+def _sqlite_items(table: SqliteTable) -> int:
+    with table.db.read() as connection:
+        return int(connection.execute("SELECT COUNT(*) FROM items").fetchone()[0])
+
+
+def _in_process(
+    tables: tuple[str, ...], turns: int, warmup: int, directory: str
+) -> tuple[dict[str, list[Sample]], dict[str, int]]:
+    """Memory and SQLite in ROUNDS alternating blocks (the order flipped each round), so machine noise hits
+    both alike; each keeps one table (one database file) for all its chats, as a server does."""
+    memory = MemoryTable()
+    sqlite = SqliteTable(SqliteDatabase(Path(directory) / "bench.sqlite3"))
+    chosen: dict[str, Table] = {"memory": memory, "sqlite": sqlite}
+    names = [name for name in ("memory", "sqlite") if name in tables]
+    samples: dict[str, list[Sample]] = {name: [] for name in names}
+    per_round = -(-turns // ROUNDS)
+    for n in range(ROUNDS):
+        for name in names if n % 2 == 0 else names[::-1]:
+            table = chosen[name]
+            samples[name] += asyncio.run(_measure(lambda _, t=table: t, DdbCallLog(), per_round, warmup))
+    items = {"memory": memory.item_count(), "sqlite": _sqlite_items(sqlite)}
+    sqlite.db.close()
+    return samples, items
+
+
+def run(turns: int = 300, warmup: int = 20, tables: tuple[str, ...] = TABLES) -> dict[str, Any]:
+    """In-memory and SQLite (interleaved, see `_in_process`); then moto with a fresh table per chat, and
+    moto with one table for every chat.
 
     moto's TransactWriteItems deep-copies every table it writes to and its Query sorts the whole table,
     so on moto a turn costs more as the *table* grows, which real DynamoDB does not do; the fresh-table
@@ -114,37 +160,54 @@ def run(turns: int = 300, warmup: int = 20) -> dict[str, Any]:
     """
     quiet_observability()
     results: dict[str, Any] = {}
-    memory = MemoryTable()
-    samples = asyncio.run(_measure(lambda _: memory, DdbCallLog(), turns, warmup))
-    results["memory"] = _summary("memory", TARGET_P50_MS["memory"], samples, memory.item_count())
-    with moto_aws():
-        log = DdbCallLog()
-        tables: list[DynamoTable] = []
+    with tempfile.TemporaryDirectory(prefix="bench-turn-") as directory:
+        measured, items = _in_process(tables, turns, warmup, directory)
+    if "memory" in measured:
+        results["memory"] = _summary("memory", TARGET_P50_MS["memory"], measured["memory"], items["memory"])
+    if "sqlite" in measured:
+        results["sqlite"] = _summary("sqlite (embedded)", TARGET_P50_MS["sqlite"], measured["sqlite"], items["sqlite"])
+    if "moto" in tables:
+        with moto_aws():
+            log = DdbCallLog()
+            moto_tables: list[DynamoTable] = []
 
-        def fresh(n: int) -> Table:
-            tables.append(moto_table(make_settings(AGENT_TABLE_NAME=f"bench-latency-{n}"), log.attach))
-            return tables[-1]
+            def fresh(n: int) -> Table:
+                moto_tables.append(moto_table(make_settings(AGENT_TABLE_NAME=f"bench-latency-{n}"), log.attach))
+                return moto_tables[-1]
 
-        samples = asyncio.run(_measure(fresh, log, turns, warmup))
-        items = _item_count(tables[-1])
-        results["moto"] = _summary("moto, fresh table per chat", TARGET_P50_MS["moto"], samples, items)
-    with moto_aws():
-        log = DdbCallLog()
-        shared = moto_table(make_settings(), log.attach)
-        samples = asyncio.run(_measure(lambda _: shared, log, turns, warmup))
-        results["moto_shared"] = _summary("moto, one table", TARGET_P50_MS["moto"], samples, _item_count(shared))
+            samples = asyncio.run(_measure(fresh, log, turns, warmup))
+            items = _item_count(moto_tables[-1])
+            results["moto"] = _summary("moto, fresh table per chat", TARGET_P50_MS["moto"], samples, items)
+        with moto_aws():
+            log = DdbCallLog()
+            shared = moto_table(make_settings(), log.attach)
+            samples = asyncio.run(_measure(lambda _: shared, log, turns, warmup))
+            results["moto_shared"] = _summary("moto, one table", TARGET_P50_MS["moto"], samples, _item_count(shared))
+    if "memory" in results and "sqlite" in results:
+        mem, emb = results["memory"], results["sqlite"]
+        results["sqlite_vs_memory"] = {
+            key: round(emb[key] / mem[key], 2)
+            for key in ("p50_ms", "p95_ms", "turn_p50_ms", "turn_p95_ms", "turn_cpu_mean_ms")
+        }
     print("turn latency: request received (just before run_blocking) -> first LLM request, ms")
     print(
-        "| table | turns | p50 | p99 | mean | max | in DynamoDB calls p50 | outside them p50 / p99 "
-        "| items in table at end | target p50 | met |"
+        "| table | turns | p50 | p95 | p99 | mean | max | whole turn p50 / p95 | whole turn CPU, mean "
+        "| in DynamoDB calls p50 "
+        "| outside them p50 / p99 | items in table at end | target p50 | met |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in results.values():
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for key, r in results.items():
+        if key == "sqlite_vs_memory":
+            continue
         print(
-            f"| {r['table']} | {r['turns']} | {r['p50_ms']} | {r['p99_ms']} | {r['mean_ms']} | {r['max_ms']} "
-            f"| {r['ddb_p50_ms']} | {r['rest_p50_ms']} / {r['rest_p99_ms']} | {r['items_at_end']} "
-            f"| < {r['target_p50_ms']} | {'yes' if r['meets_target'] else 'NO'} |"
+            f"| {r['table']} | {r['turns']} | {r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} | {r['mean_ms']} "
+            f"| {r['max_ms']} | {r['turn_p50_ms']} / {r['turn_p95_ms']} | {r['turn_cpu_mean_ms']} "
+            f"| {r['ddb_p50_ms']} "
+            f"| {r['rest_p50_ms']} / {r['rest_p99_ms']} | {r['items_at_end']} | < {r['target_p50_ms']} "
+            f"| {'yes' if r['meets_target'] else 'NO'} |"
         )
+    if "sqlite_vs_memory" in results:
+        print("sqlite / memory:", results["sqlite_vs_memory"])
     return results
 
 
@@ -152,8 +215,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--tables", default=",".join(TABLES), help="comma-separated, of: " + ", ".join(TABLES))
     args = parser.parse_args()
-    run(args.turns, args.warmup)
+    run(args.turns, args.warmup, tuple(t for t in args.tables.split(",") if t))
 
 
 if __name__ == "__main__":

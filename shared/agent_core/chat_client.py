@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
+from urllib.parse import urljoin
 
 import httpx
 from httpx_sse import EventSource
@@ -59,7 +60,8 @@ class Api:
     def __init__(self, url: str, token: str | None, timeout_s: float = 60.0) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         # No read timeout on the stream: a run may wait minutes for a frontend tool (pings keep it alive).
-        self.client = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=httpx.Timeout(timeout_s))
+        self.base_url = url.rstrip("/")
+        self.client = httpx.Client(base_url=self.base_url, headers=headers, timeout=httpx.Timeout(timeout_s))
 
     def close(self) -> None:
         self.client.close()
@@ -89,6 +91,7 @@ class Printer:
     run_id: str = ""
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)
     mid_line: bool = False
+    base_url: str = ""  # a file's link, relative to the API, is printed against it (a link to open)
 
     def write(self, text: str) -> None:
         self.out.write(text)
@@ -147,7 +150,7 @@ class Printer:
             self.line(f"  {mark} {tool['name']} {event.get('status')}{reason}{took} → {_short(event.get('result'))}")
             result = event.get("result")
             if isinstance(result, dict) and isinstance(result.get("url"), str):
-                self.line(f"    file: {result['url']}")
+                self.line(f"    file: {urljoin(self.base_url + '/', result['url'])}")
         elif kind in {"action.end", "action.snapshot"}:
             name = event.get("actionName", "")
             self.line(f"• ui action {name} {_short(event.get('args', ''))}".rstrip())
@@ -260,7 +263,7 @@ class ChatSession:
             self.say(f"{mark} {chat['chatId']}  {chat.get('updatedAt', '')}  {chat.get('chatName', '')}")
 
     def open(self, chat_id: str) -> None:
-        printer = Printer(self.out)
+        printer = Printer(self.out, base_url=self.api.base_url)
         cursor: str | None = None
         while True:
             params = {"chatId": chat_id, **({"cursor": cursor} if cursor else {})}
@@ -292,7 +295,7 @@ class ChatSession:
             body["chatId"] = self.chat_id
         if self.agent:
             body["agentKey"] = self.agent
-        printer = Printer(self.out, ask=self._ask, submit=self._submit)
+        printer = Printer(self.out, ask=self._ask, submit=self._submit, base_url=self.api.base_url)
 
         def interrupted(_signum: int, _frame: Any) -> None:
             # Ctrl-C during a run: ask the server to stop it and read on to its run.cancel
@@ -339,8 +342,14 @@ class ChatSession:
             self.say(f"error: cancel failed: {error}")
 
 
+def server_url(url: str) -> str:
+    """`--url` as given, `http://` in front when it names no scheme (`localhost:8000`, as curl takes it)."""
+    return url if "://" in url else f"http://{url}"
+
+
 def run_chat(url: str, token: str | None, agent: str | None, chat_id: str | None, out: TextIO) -> int:
     """The interactive loop on stdin/stdout."""
+    url = server_url(url)
     api = Api(url, token)
     session = ChatSession(api, out, input, agent)
     session.say(f"agent-core chat on {url} (/help for commands)")

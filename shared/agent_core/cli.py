@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import socket
@@ -22,6 +23,7 @@ from agent_core.config import Settings, get_settings, local_server_settings
 
 if TYPE_CHECKING:  # the CLI imports the app only for the commands that run it (`chat` is a client)
     import uvicorn
+    from pydantic import ValidationError
 
     from agent_core.context import AppContext
     from agent_core.jobs.handlers import ScheduledJob
@@ -54,6 +56,17 @@ def _banner(settings: Settings, host: str, port: int) -> str:
     )
 
 
+def invalid_configuration(error: ValidationError) -> str:
+    """A settings ValidationError as one line: each problem by the variable it names, no input echoed (the
+    settings it was given hold keys)."""
+    problems = []
+    for problem in error.errors(include_url=False, include_input=False):
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        where = ".".join(str(part) for part in problem["loc"])
+        problems.append(f"{where}: {message}" if where else message)
+    return f"agent-core: invalid configuration: {'; '.join(problems)} (docs/settings.md)"
+
+
 def listen(host: str, port: int) -> socket.socket:
     """The server's socket, bound before anything starts: a busy port is one clear line and exit status 1.
 
@@ -65,10 +78,14 @@ def listen(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart need not wait for TIME_WAIT
     try:
         sock.bind((host, port))
-    except OSError as error:
+    except (OSError, OverflowError) as error:
         sock.close()
-        reason = error.strerror or str(error)
-        raise SystemExit(f"agent-core: cannot listen on {host}:{port}: {reason} (set PORT= for another)") from None
+        if isinstance(error, OverflowError):  # bind's own words name neither the range nor the setting
+            reason, setting = "port must be 0-65535", "PORT"
+        else:  # an unknown or foreign address is the host's fault; anything else (in use, denied) the port's
+            reason = error.strerror or str(error)
+            setting = "HOST" if isinstance(error, socket.gaierror) or error.errno == errno.EADDRNOTAVAIL else "PORT"
+        raise SystemExit(f"agent-core: cannot listen on {host}:{port}: {reason} (set {setting}= for another)") from None
     sock.set_inheritable(True)
     return sock
 
@@ -86,7 +103,7 @@ def serve(host: str, port: int) -> None:
         settings = local_server_settings()  # the dev stage unless AGENT_STAGE says otherwise
     except ValidationError as error:
         sock.close()
-        raise SystemExit(f"agent-core: invalid configuration: {error}") from error
+        raise SystemExit(invalid_configuration(error)) from None
     sole_owner = settings.effective_storage == "embedded"
     data_lock: TextIO | None = None
     if sole_owner:
@@ -120,7 +137,8 @@ def serve(host: str, port: int) -> None:
             yield
 
     app.router.lifespan_context = lifespan
-    print(_banner(settings, host, port), flush=True)
+    bound = sock.getsockname()[1]  # the port itself, also when 0 asked the system for a free one
+    print(_banner(settings, host, bound), flush=True)
     http_server(app, settings).run(sockets=[sock])
     if data_lock is not None:
         data_lock.close()
@@ -379,20 +397,68 @@ def _process_local_storage_problem(settings: Settings) -> str | None:
     )
 
 
+def _note_a_new_database(settings: Settings) -> None:
+    """Say so when the embedded database does not exist yet: the pass would report `scanned: 0` over an empty
+    one it creates, which reads as "nothing was due" when the command ran from another directory."""
+    if settings.effective_storage != "embedded":
+        return
+    from agent_core.store.embedded import DATABASE_FILE
+
+    directory = Path(settings.data_dir).expanduser().resolve()
+    if not (directory / DATABASE_FILE).exists():
+        print(
+            f"agent-core jobs: no database in {directory} yet: this pass starts an empty one. The local server "
+            "keeps its data in .agent-core under the directory it was started from (or AGENT_DATA_DIR).",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _unreachable_table_problem(settings: Settings, error: Exception) -> str | None:
+    """`jobs` on a DynamoDB table it cannot read (no credentials, no endpoint, no table): one line, not a
+    botocore traceback. None for any other failure."""
+    if settings.effective_storage != "aws":
+        return None
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from agent_core.errors import ServiceUnavailable
+
+    if not isinstance(error, BotoCoreError | ClientError | ServiceUnavailable):
+        return None
+    return (
+        f"agent-core jobs: AGENT_STORAGE=aws: the table {settings.table_name} could not be read ({error}). "
+        "Check the AWS credentials and region (the usual AWS_* variables or profile) and AGENT_TABLE_NAME, or "
+        "leave AGENT_STORAGE unset for the local server's database."
+    )
+
+
 def run_jobs_command(
     args: argparse.Namespace, parser: argparse.ArgumentParser, build: ContextBuilder | None = None
 ) -> int:
+    from pydantic import ValidationError
+
+    try:
+        get_settings()
+    except ValidationError as error:
+        raise SystemExit(invalid_configuration(error)) from None
     _check_jobs_args(args, get_settings().default_timezone, parser.error)
     problem = _process_local_storage_problem(get_settings())
     if problem is not None:
         print(problem, file=sys.stderr, flush=True)
         return 2
+    _note_a_new_database(get_settings())
     try:
         with _logs_to_stderr(quiet=args.job == "backfill"):
             line = asyncio.run(_jobs(args, build))
     except UserActive as refused:
         print(refused, file=sys.stderr, flush=True)
         return USER_ACTIVE
+    except Exception as error:
+        problem = _unreachable_table_problem(get_settings(), error)
+        if problem is None:
+            raise
+        print(problem, file=sys.stderr, flush=True)
+        return 1
     print(json.dumps(line, separators=(", ", ": ")), flush=True)
     return 1 if line["failed"] else 0
 

@@ -32,7 +32,7 @@ def _run(client: httpx.Client, body: dict[str, Any], on_tool_end: Any) -> list[d
 
 
 def test_query_with_tools_and_a_frontend_tool_then_cancel_replay_and_download(browser: httpx.Client) -> None:
-    message = 'what time is it in Tokyo? save this as notes.txt: meet at 3pm. ask me to pick "tea" or "coffee"'
+    message = 'what time is it in Tokyo? ask me to pick "tea" or "coffee". save this as notes.txt: meet at 3pm'
     submits: list[dict[str, Any]] = []
 
     def answer(event: dict[str, Any], events: list[dict[str, Any]]) -> None:
@@ -65,5 +65,5 @@ def test_query_with_tools_and_a_frontend_tool_then_cancel_replay_and_download(br
     # The saved file through its signed link: no identity needed, the token authorises it
     link = results[started["save_file"]["toolId"]]["result"]["url"]
     download = httpx.get(str(browser.base_url) + link + "&download=1", timeout=30)
-    assert download.status_code == 200 and download.text == 'meet at 3pm. ask me to pick "tea" or "coffee"'
+    assert download.status_code == 200 and download.text == "meet at 3pm"
     assert download.headers["content-disposition"].startswith("attachment")

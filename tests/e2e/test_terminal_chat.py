@@ -149,6 +149,27 @@ def test_terminal_chat_streams_tools_asks_cancels_and_replays(server: str) -> No
     assert status == 0
 
 
+def test_terminal_chat_takes_a_url_without_its_scheme_and_prints_whole_file_links(server: str) -> None:
+    # `--url localhost:8000` (as the README's curl lines write it) once failed every line with
+    # "unsupported protocol 'localhost://'"; it means http://
+    bare = server.removeprefix("http://")
+    term = Terminal(["-m", "agent_core.cli", "chat", "--url", bare, "--token", "tty-bare"])
+    try:
+        term.expect(f"agent-core chat on {re.escape(server)} ")
+        term.expect(r"you> ")
+        term.type("hello\r")
+        term.expect(r"\[offline model\] You said: hello")
+        term.expect(r"you> ")
+        # A saved file's link is printed whole, to open as it is (it was the API's relative path)
+        term.type("save this as notes.txt: meet at 3pm\r")
+        term.expect(f"    file: {re.escape(server)}/api/ap/data\\?file=c_[a-z0-9]+/notes\\.txt&t=")
+        term.expect(r"you> ")
+        term.type("/quit\r")
+    finally:
+        status = term.wait()
+    assert status == 0
+
+
 def test_terminal_chat_prints_each_piece_as_it_arrives() -> None:
     # The stub sends chunk n only once the terminal has shown chunk n-1: no buffering anywhere on the way.
     releases = [threading.Event() for _ in range(8)]

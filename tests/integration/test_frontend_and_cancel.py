@@ -100,6 +100,27 @@ def test_a_submit_after_the_run_was_cancelled_is_refused_with_the_runs_status(
     assert offline.post("/api/ap/submit", json=body).json() == {"accepted": False, "status": "cancelled"}
 
 
+def test_a_submit_after_the_client_went_away_is_refused_with_the_runs_status(offline: httpx.Client) -> None:
+    # Given a run waiting for the browser's answer whose client went away on the call's tool.end
+    body: dict[str, Any] = {}
+    chat_id = ""
+    with offline.stream("POST", "/api/ap/query", json={"message": 'ask me to pick "red" or "blue"'}) as response:
+        for event in sse_events(response):
+            chat_id = chat_id or event.get("chatId", "")
+            if event["type"] == "tool.end":
+                body = {"runId": event["runId"], "toolId": event["toolId"], "params": {"choice": "red"}}
+                break
+
+    def stored_end() -> dict[str, Any]:
+        replay = offline.get("/api/ap/chat", params={"chatId": chat_id}).json()["events"]
+        return next((e for e in replay if e["type"] in ("run.cancel", "run.error", "run.complete")), {})
+
+    terminal = poll_until(stored_end, "the disconnected run's end was stored", interval_s=0.05)
+    assert terminal.get("type") == "run.cancel" and terminal.get("reason") == "client_disconnected"
+    # When the browser submits after the run ended, Then it is refused with the run's status (README, API)
+    assert offline.post("/api/ap/submit", json=body).json() == {"accepted": False, "status": "cancelled"}
+
+
 async def test_a_cancel_closes_the_runs_waiting_frontend_calls(any_table: Any) -> None:
     # Given a running run with two waiting frontend calls, one already answered
     from agent_core.domain.models import Wait, WaitStatus

@@ -488,6 +488,36 @@ def test_cli_jobs_refuse_a_store_that_lives_only_in_this_process_and_say_why(sto
     assert "/api/dev/jobs/idle-sessions" in line and "AGENT_STORAGE=aws" in line
 
 
+@pytest.mark.parametrize(
+    ("aws", "says"),
+    [
+        ({}, "Unable to locate credentials"),  # no credentials anywhere
+        (  # credentials, but no DynamoDB where they point
+            {"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y", "AWS_ENDPOINT_URL": "http://127.0.0.1:9"},
+            "storage is unavailable",
+        ),
+    ],
+)
+def test_cli_jobs_on_aws_storage_it_cannot_reach_says_so_in_one_line(aws: dict[str, str], says: str) -> None:
+    """`AGENT_STORAGE=aws agent-core jobs ...` without credentials once ended in a botocore traceback."""
+    nowhere = {"AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_CONFIG_FILE": "/nonexistent"}
+    env = _clean_env(AGENT_STORAGE="aws", AGENT_LLM_PROVIDER="offline", AGENT_STORE_WRITE_ATTEMPTS="1", **nowhere)
+    env |= {"AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true", "AWS_MAX_ATTEMPTS": "1", **aws}
+    out = subprocess.run(
+        [sys.executable, "-m", "agent_core.cli", "jobs", "idle-sessions"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert out.returncode == 1
+    assert out.stdout == "", "no report of a pass that could not read anything"
+    assert "Traceback" not in out.stderr, out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("agent-core jobs: AGENT_STORAGE=aws: the table agent-core-local could not be read")
+    assert says in last and "AGENT_TABLE_NAME" in last
+
+
 def test_cli_jobs_idle_sessions_runs_the_real_pass_on_embedded_storage(tmp_path: Path) -> None:
     """The embedded store is a database on disk: the command sees what the local server wrote."""
     out = subprocess.run(
@@ -500,6 +530,21 @@ def test_cli_jobs_idle_sessions_runs_the_real_pass_on_embedded_storage(tmp_path:
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["job"] == "idle_sessions" and report["failed"] == 0
+    # A directory with no database yet (run from elsewhere, or a mistyped AGENT_DATA_DIR) is said so, once:
+    # the pass over the new, empty database finds nothing, which alone reads as "nothing was due"
+    notes = [line for line in out.stderr.splitlines() if line.startswith("agent-core jobs:")]
+    assert notes == [
+        f"agent-core jobs: no database in {tmp_path} yet: this pass starts an empty one. The local server "
+        "keeps its data in .agent-core under the directory it was started from (or AGENT_DATA_DIR)."
+    ]
+    again = subprocess.run(
+        [sys.executable, "-m", "agent_core.cli", "jobs", "idle-sessions"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_clean_env(AGENT_STORAGE="embedded", AGENT_LLM_PROVIDER="offline", AGENT_DATA_DIR=str(tmp_path)),
+    )
+    assert again.returncode == 0 and "agent-core jobs:" not in again.stderr
 
 
 def test_cli_jobs_idle_sessions_runs_the_real_pass_on_a_dynamodb_table(

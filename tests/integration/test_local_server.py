@@ -98,3 +98,115 @@ def test_a_busy_port_fails_with_one_clear_line_and_no_banner() -> None:
     assert done.stderr.strip().splitlines() == [
         f"agent-core: cannot listen on 127.0.0.1:{port}: Address already in use (set PORT= for another)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "line"),
+    [
+        (
+            "127.0.0.1",
+            "99999",
+            "agent-core: cannot listen on 127.0.0.1:99999: port must be 0-65535 (set PORT= for another)",
+        ),
+        ("no-such-host.invalid", "8000", "(set HOST= for another)"),
+    ],
+)
+def test_a_port_out_of_range_or_an_unknown_host_is_one_clear_line(host: str, port: str, line: str) -> None:
+    """`PORT=99999 make run` once ended in a traceback (OverflowError from bind); a bad HOST said PORT=."""
+    from agent_core import cli
+
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["serve", "--host", host, "--port", port])
+    message = str(stopped.value.code)
+    assert message.startswith(f"agent-core: cannot listen on {host}:{port}: ") and message.endswith(line)
+
+
+@pytest.mark.parametrize("command", [["serve", "--port", "0"], ["jobs", "idle-sessions"]])
+@pytest.mark.parametrize(
+    ("env", "line"),
+    [
+        (
+            {"AGENT_MAX_BODY_BYTES": "abc"},
+            "AGENT_MAX_BODY_BYTES: Input should be a valid integer, unable to parse string as an integer",
+        ),
+        (
+            {"AGENT_STAGE": "prod", "AGENT_ALLOW_CLOCK_OVERRIDE": "true"},
+            "AGENT_ALLOW_CLOCK_OVERRIDE is a dev-only feature and is refused with AGENT_STAGE='prod': unset it, "
+            "or run the local server with AGENT_STAGE=dev",
+        ),
+    ],
+)
+def test_an_invalid_setting_is_one_line_naming_it_and_never_echoes_the_environment(
+    command: list[str], env: dict[str, str], line: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """Once pydantic's dump (a traceback for `jobs`), which quoted the settings it was given: a key among them."""
+    import os
+
+    from agent_core import cli
+    from agent_core.config import get_settings
+
+    for name in [k for k in os.environ if k.startswith(("AGENT_", "OPENAI_", "AWS_LAMBDA"))]:
+        monkeypatch.delenv(name)
+    for name, value in {**env, "OPENAI_API_KEY": "sk-do-not-print", "AGENT_DATA_DIR": str(tmp_path)}.items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            cli.main(command)
+    finally:
+        get_settings.cache_clear()
+    message = str(stopped.value.code)
+    assert message.splitlines() == [f"agent-core: invalid configuration: {line} (docs/settings.md)"]
+    assert "sk-do-not-print" not in message
+
+
+def test_stopping_the_server_ends_a_running_stream_with_its_terminal_event() -> None:
+    """Ctrl-C on `make run` while a turn waited once cut the stream (no terminal event, "ASGI callable
+    returned without completing response"), and the run was stored as a client disconnect."""
+    import signal
+
+    import httpx
+
+    from tests.support.sse import sse_events
+
+    with local_server() as (base, process), httpx.Client(base_url=base, timeout=60) as client:
+        events: list[dict[str, Any]] = []
+        body = {"message": 'ask me to pick "tea" or "coffee"'}
+        with client.stream("POST", "/api/ap/query", json=body) as response:
+            for event in sse_events(response):
+                events.append(event)
+                if event["type"] == "tool.end":  # the run now waits for the browser
+                    process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)  # it stops (uvicorn re-raises the SIGINT it caught)
+    assert events[-1]["type"] == "run.cancel" and events[-1]["reason"] == "server_stopping"
+    assert "without completing response" not in stderr, stderr[-2000:]
+
+
+def test_port_0_serves_on_a_free_port_and_the_banner_names_it() -> None:
+    """`--port 0` once announced http://127.0.0.1:0, an address nobody can call."""
+    import os
+    import re
+    import sys
+    import tempfile
+
+    from tests.support.wait import accepts, poll_until
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_", "AWS_"))}
+    with tempfile.TemporaryDirectory() as data:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "agent_core.cli", "serve", "--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env | {"AGENT_DATA_DIR": data},
+        )
+        try:
+            assert process.stdout is not None
+            found = re.match(r"agent-core listening on (http://127\.0\.0\.1:(\d+)) ", process.stdout.readline())
+            assert found is not None and int(found.group(2)) > 0
+            poll_until(lambda: accepts(int(found.group(2))), "the announced port accepts connections")
+            status, _ = _call(found.group(1), "GET", "/api/ap/agents")
+            assert status == 200
+        finally:
+            process.terminate()
+            process.communicate(timeout=10)

@@ -7,6 +7,8 @@ has its tool.end (and every action.start its action.end) before the terminal eve
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -222,7 +224,10 @@ async def test_a_401_naming_tools_is_not_a_fallback(openai_stub: OpenAiStub) -> 
 def test_offline_quick_rules_then_the_model_completes_with_the_frontend_tool() -> None:
     # Given the offline model and the README's message: two quick rules, and a frontend tool for the model
     context = build_context(make_settings(), table=MemoryTable(), audit=lambda _: None)
-    message = 'what time is it in Tokyo? save this as notes.txt: meet at 3pm. ask me to pick "tea" or "coffee"'
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    curl = re.search(r"-d '(\{\"message\":\"what time is it in Tokyo\?[^']*)'", readme)
+    assert curl is not None, "README's first query example"
+    message = json.loads(curl.group(1))["message"]
     events: list[dict[str, Any]] = []
     with (
         serve(build_app(*routes.local, context=context)) as base,
@@ -239,6 +244,9 @@ def test_offline_quick_rules_then_the_model_completes_with_the_frontend_tool() -
     assert starts[:2] == [("quick_0", "save_file"), ("quick_1", "time")]
     assert [name for _, name in starts[2:]] == ["ask_user"]
     assert all(e["status"] == "ok" for e in events if e["type"] == "tool.result")
+    # The file holds what the example says to save, not the rest of the message after it
+    saved = json.loads(next(e["delta"] for e in events if e["type"] == "tool.args" and e["toolId"] == "quick_0"))
+    assert saved == {"name": "notes.txt", "content": "meet at 3pm", "mediaType": "text/plain"}
     assert text(events).startswith("[offline model]")
     assert_grammar(events)
 

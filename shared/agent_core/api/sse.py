@@ -18,23 +18,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from typing import Any, TypeVar
 
+import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
 from agent_core.context import AppContext
+from agent_core.runtime.cancel import SERVER_STOPPING, CancelRegistry
+from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.pending import HeldTurn
+from agent_core.wires.encoder import SseData, WireEncoder, encoded
 
 PING_INTERVAL_S = 15.0
 # A client that takes no byte of a message (or ping) for this long has stalled: the response ends as if it
 # had disconnected, so the run it drives does not sit at a yield holding its chat's lease.
 SEND_TIMEOUT_S = 60.0
+# When the server stops (Ctrl-C on `make run`), the runs of this process are cancelled (`run.cancel`
+# reason `server_stopping`) and each stream has this long to send its terminal event before it is cut.
+SHUTDOWN_GRACE_S = 5.0
 LINE_END = "\n"
 PING = ServerSentEvent(comment="ping", sep=LINE_END)  # `: ping\n\n`; clients skip comment lines
 Messages = AsyncGenerator[ServerSentEvent, None]  # what a route streams
+F = TypeVar("F")
 
 
 def sse_message(data: Mapping[str, Any] | str, event: str | None = None) -> ServerSentEvent:
@@ -52,9 +60,11 @@ class EventStream(EventSourceResponse):
         *,
         headers: Mapping[str, str] | None = None,
         turn: HeldTurn | None = None,
+        cancels: CancelRegistry | None = None,
         ping_s: float = PING_INTERVAL_S,
         send_timeout_s: float = SEND_TIMEOUT_S,
     ) -> None:
+        self.stopping = anyio.Event()  # set by the library when the server shuts down
         super().__init__(
             messages,
             headers=headers,
@@ -62,10 +72,19 @@ class EventStream(EventSourceResponse):
             sep=LINE_END,
             ping_message_factory=lambda: PING,
             send_timeout=send_timeout_s,
+            shutdown_event=self.stopping,
+            shutdown_grace_period=SHUTDOWN_GRACE_S,
         )
         self.turn = turn
+        self.cancels = cancels
+
+    async def _cancel_runs_when_stopping(self) -> None:
+        await self.stopping.wait()
+        if self.cancels is not None:
+            self.cancels.signal_all(SERVER_STOPPING)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        stopper = asyncio.create_task(self._cancel_runs_when_stopping())
         try:
             await super().__call__(scope, receive, send)
         except OSError as error:
@@ -74,6 +93,7 @@ class EventStream(EventSourceResponse):
             # streaming response reports a client gone.
             raise ClientDisconnect() from error
         finally:
+            stopper.cancel()
             # Shielded: a cancelled request does not interrupt the release.
             await asyncio.shield(self._settle())
 
@@ -104,4 +124,35 @@ def sse_response(
     headers: Mapping[str, str] | None = None,
 ) -> EventStream:
     """The response streaming `messages` (see the module's docstring); `turn` when it holds a chat's lease."""
-    return EventStream(_then_drained(ctx, messages), headers=headers, turn=turn)
+    return EventStream(_then_drained(ctx, messages), headers=headers, turn=turn, cancels=ctx.deps.cancels)
+
+
+def stream_frames(
+    ctx: AppContext,
+    frames: AsyncGenerator[F, None],
+    sse: Callable[[F], SseData],
+    *,
+    turn: HeldTurn | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> EventStream:
+    """The one way a route streams a wire: each frame as the SSE message `sse` makes of it."""
+
+    async def messages() -> Messages:
+        async with contextlib.aclosing(frames) as source:
+            async for frame in source:
+                data, event = sse(frame)
+                yield sse_message(data, event)
+
+    return sse_response(ctx, messages(), turn=turn, headers=headers)
+
+
+def stream_run(
+    ctx: AppContext,
+    encoder: WireEncoder[F],
+    envelopes: AsyncIterator[Envelope],
+    *,
+    turn: HeldTurn | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> EventStream:
+    """A run's events through a wire's encoder (`wires.encoder.encoded`), streamed."""
+    return stream_frames(ctx, encoded(encoder, envelopes), encoder.sse, turn=turn, headers=headers)

@@ -18,24 +18,42 @@ class RunCancelled(Exception):
         self.reason = reason
 
 
+CANCEL_REQUESTED = "cancel_requested"
+SERVER_STOPPING = "server_stopping"  # the local server is shutting down (Ctrl-C on `make run`)
+
+
+class CancelSignal(asyncio.Event):
+    """A run's in-process cancel, with the reason its `run.cancel` gives."""
+
+    reason = CANCEL_REQUESTED
+
+
 class CancelRegistry:
     """Runs live in this process, by run id: a cancel request reaches them at once."""
 
     def __init__(self) -> None:
-        self._events: dict[str, asyncio.Event] = {}
+        self._events: dict[str, CancelSignal] = {}
 
-    def register(self, run_id: str) -> asyncio.Event:
-        return self._events.setdefault(run_id, asyncio.Event())
+    def register(self, run_id: str) -> CancelSignal:
+        return self._events.setdefault(run_id, CancelSignal())
 
     def unregister(self, run_id: str) -> None:
         self._events.pop(run_id, None)
 
-    def signal(self, run_id: str) -> bool:
+    def signal(self, run_id: str, reason: str = CANCEL_REQUESTED) -> bool:
         event = self._events.get(run_id)
         if event is None:
             return False
+        if not event.is_set():
+            event.reason = reason
         event.set()
         return True
+
+    def signal_all(self, reason: str) -> int:
+        """Cancel every run of this process (the server is stopping); how many there were."""
+        for run_id in list(self._events):
+            self.signal(run_id, reason)
+        return len(self._events)
 
 
 class CancelWatch:
@@ -57,7 +75,7 @@ class CancelWatch:
         self._chat_id = chat_id
         self._run_id = run_id
         self.event = event
-        self.reason = "cancel_requested"
+        self.reason = CANCEL_REQUESTED  # a store flag's reason; a local signal carries its own
         self._task: asyncio.Task[None] | None = None
         self.failed_reads = 0
 
@@ -86,7 +104,11 @@ class CancelWatch:
 
     def raise_if_cancelled(self) -> None:
         if self.event.is_set():
-            raise RunCancelled(self.reason)
+            raise RunCancelled(self.cancel_reason)
+
+    @property
+    def cancel_reason(self) -> str:
+        return self.event.reason if isinstance(self.event, CancelSignal) else self.reason
 
     async def stop(self) -> None:
         if self._task is not None:

@@ -118,4 +118,5 @@ class TurnRunner:
     async def _end(self, status: RunStatus, terminal: Event, envelopes: list[Envelope]) -> list[Envelope]:
         self.recorder.ended = True
         await self.scope.lease.stop()  # no renewal may race the release
+        await self.run.bridge.close()  # before the end is stored: no submit is accepted once the run has ended
         return await self.recorder.end(status, terminal, envelopes)

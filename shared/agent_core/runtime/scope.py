@@ -91,7 +91,7 @@ class RunScope:
         with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration, Exception):
             await item
         if self.cancel.event.is_set():
-            raise RunCancelled(self.cancel.reason)
+            raise RunCancelled(self.cancel.cancel_reason)
         raise DeadlineReached
 
     async def guarded(self, awaitable: Awaitable[T]) -> T:

@@ -139,6 +139,10 @@ class WaitStore(Protocol):
 
     async def submit_wait(self, run_id: str, tool_id: str, user_id: str, params: object, now_s: int) -> bool: ...
 
+    async def close_wait(self, run_id: str, tool_id: str) -> None:
+        """A waiting call no longer accepts a submit (its run ended); a submitted one stays as it is."""
+        ...
+
 
 class MemoryReader(Protocol):
     """What is read of a user's memory to answer about it (the memory tools, time-query recall): the

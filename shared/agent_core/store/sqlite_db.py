@@ -3,21 +3,47 @@
 WAL mode, so readers never wait for the writer: each thread reads on its own connection, and every write
 runs on one writer connection under a lock, inside `BEGIN IMMEDIATE` (which also takes SQLite's own write
 lock, so a second process on the same file, e.g. `agent-core jobs` beside `agent-core serve`, waits its
-turn instead of failing). Callers run these blocking methods in a worker thread.
+turn instead of failing).
+
+`run` is how async callers use these blocking methods: an operation is first tried on the calling thread
+(the event loop's) without waiting for anything, and only when it would wait (the write lock is held by
+another thread, or SQLite reports the file busy: another process writes, a checkpoint recovers) does it
+run again in a worker thread, where it may wait. An uncontended store operation (a few statements, well
+under a millisecond) therefore costs no thread hops: on a busy machine each hop is a wake-up that may queue
+behind other processes for milliseconds. Commits are unchanged (same journal mode, same `synchronous`), so
+what was durable is durable. The non-waiting writer connection never checkpoints inside a commit (the
+checkpoint syncs the files); a background thread does, every `CHECKPOINT_EVERY` commits.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 from agent_core.store.schema import INDEXES
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 30.0
+# Commits of the non-waiting writer between two background checkpoints. A plain turn commits twice and
+# writes a few pages each time: about SQLite's own default of a checkpoint every 1000 WAL pages.
+CHECKPOINT_EVERY = 100
+# SQLite's primary result codes for "another connection holds a lock": wait for it (in a worker thread).
+_BUSY_CODES = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+T = TypeVar("T")
+
+
+class WouldBlock(Exception):
+    """A non-waiting attempt met a lock: the operation (nothing of it written) must run where it may wait."""
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    return (getattr(error, "sqlite_errorcode", 0) & 0xFF) in _BUSY_CODES
 
 
 def _index_columns() -> str:
@@ -74,13 +100,16 @@ class SqliteDatabase:
         self._writer = self._connect()
         with self._write_lock:
             self._writer.executescript(_schema())
+        # The writer of non-waiting attempts: no busy wait, and no checkpoint inside its commits.
+        self._nowait_writer = self._connect(timeout=0.0)
+        self._nowait_writer.execute("PRAGMA wal_autocheckpoint=0")
+        self._commits_since_checkpoint = 0
+        self._checkpointing = threading.Lock()
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, timeout: float = BUSY_TIMEOUT_S) -> sqlite3.Connection:
         if self._closed:
             raise RuntimeError(f"database {self.path} is closed")
-        connection = sqlite3.connect(
-            str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-        )
+        connection = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None, check_same_thread=False)
         connection.execute("PRAGMA journal_mode=WAL")
         # With WAL, NORMAL survives a crash of the process (not of the machine) and needs no fsync per commit.
         connection.execute("PRAGMA synchronous=NORMAL")
@@ -88,12 +117,21 @@ class SqliteDatabase:
             self._connections.append(connection)
         return connection
 
+    def _nowait(self) -> bool:
+        return bool(getattr(self._local, "nowait", False))
+
     def _reader(self) -> sqlite3.Connection:
-        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        name = "nowait_connection" if self._nowait() else "connection"
+        connection: sqlite3.Connection | None = getattr(self._local, name, None)
         if connection is None:
-            connection = self._connect()
-            self._local.connection = connection
+            connection = self._connect(timeout=0.0 if self._nowait() else BUSY_TIMEOUT_S)
+            setattr(self._local, name, connection)
         return connection
+
+    def _would_block(self, error: sqlite3.OperationalError) -> None:
+        """Raise WouldBlock when `error` is a non-waiting attempt meeting a lock (the caller re-raises others)."""
+        if self._nowait() and _is_busy(error):
+            raise WouldBlock(str(error)) from error
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -102,24 +140,85 @@ class SqliteDatabase:
         connection.execute("BEGIN")
         try:
             yield connection
+        except sqlite3.OperationalError as error:
+            self._would_block(error)
+            raise
         finally:
             connection.execute("COMMIT")
+
+    def select(self, sql: str, args: Any = ()) -> list[Any]:
+        """The rows of one SELECT on this thread's connection: one statement is its own snapshot, so it needs
+        no BEGIN / COMMIT around it."""
+        try:
+            return self._reader().execute(sql, args).fetchall()
+        except sqlite3.OperationalError as error:
+            self._would_block(error)
+            raise
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: all or nothing, one writer at a time."""
-        with self._write_lock:
-            connection = self._writer
-            connection.execute("BEGIN IMMEDIATE")
+        nowait = self._nowait()
+        if not self._write_lock.acquire(blocking=not nowait):
+            raise WouldBlock("the write lock is held by another thread")
+        try:
+            connection = self._nowait_writer if nowait else self._writer
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:
+                self._would_block(error)
+                raise
             try:
                 yield connection
             except BaseException:
                 connection.execute("ROLLBACK")
                 raise
             connection.execute("COMMIT")
+            if nowait:
+                self._count_commit()
+        finally:
+            self._write_lock.release()
+
+    def attempt(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` on this thread if none of its reads and writes has to wait; WouldBlock (having written
+        nothing: a write transaction that cannot start, or fails, is rolled back) if one would."""
+        self._local.nowait = True
+        try:
+            return fn(*args)
+        finally:
+            self._local.nowait = False
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)`, a blocking operation made of `read`, `select` and `write` calls that may safely run a
+        second time after WouldBlock: on this thread when nothing has to wait, else in a worker thread."""
+        try:
+            return self.attempt(fn, *args)
+        except WouldBlock:
+            return await asyncio.to_thread(fn, *args)
+
+    def _count_commit(self) -> None:
+        # Called under the write lock.
+        self._commits_since_checkpoint += 1
+        if self._commits_since_checkpoint >= CHECKPOINT_EVERY and not self._checkpointing.locked():
+            self._commits_since_checkpoint = 0
+            threading.Thread(target=self.checkpoint, name="sqlite-checkpoint", daemon=True).start()
+
+    def checkpoint(self) -> None:
+        """Copy the WAL's committed pages into the database file (PASSIVE: never waits for readers or the
+        writer), as SQLite's automatic checkpoint would; on a connection of its own, closed after."""
+        with self._checkpointing:
+            if self._closed:
+                return
+            connection = self._connect()
+            try:
+                connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            finally:
+                with self._connections_lock:
+                    self._connections.remove(connection)
+                connection.close()
 
     def close(self) -> None:
-        with self._write_lock, self._connections_lock:
+        with self._checkpointing, self._write_lock, self._connections_lock:
             self._closed = True
             for connection in self._connections:
                 connection.close()

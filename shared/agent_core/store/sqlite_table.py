@@ -4,11 +4,12 @@ Semantics are the in-memory table's (and DynamoDB's): conditions are checked ins
 transaction as the write; a transaction is all or nothing and reports one cancellation reason per op;
 queries read one partition (or one GSI key) in sort-key order, with limits and exclusive start keys.
 Items are stored as JSON; attributes whose value is None are not stored (as the DynamoDB adapter drops them).
+Every operation runs through `SqliteDatabase.run` (on the caller's thread unless it would wait), and a read
+of one statement (a get, a query) is that statement alone (no BEGIN / COMMIT around it).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 import time
@@ -40,9 +41,20 @@ class ItemTooLarge(ValueError):
     """An item over DynamoDB's item size limit (DynamoDB answers ValidationException)."""
 
 
-def _checked_size(item: Item) -> Item:
+# `item_size(item) <= 2 * J + 1` for an item whose compact JSON takes J bytes in UTF-8 (by induction: a
+# string's JSON has its bytes plus quotes, a number's at most one byte less than DynamoDB counts, true /
+# false / null at least the one byte, and a list or map element's separator, quotes and colon at least
+# pay for DynamoDB's byte per element and 3 per container). A UTF-8 character takes at most 4 bytes, so
+# JSON of at most this many characters cannot be over the limit and needs no exact count.
+_SURELY_SMALL_JSON_CHARS = (ITEM_LIMIT_BYTES - 1) // 8
+
+
+def _checked_size(item: Item, data: str | None = None) -> Item:
     """DynamoDB refuses an item over 400 KB (names and values together, as `item_size` counts them); so does
-    this table, so that what fails in production fails locally too."""
+    this table, so that what fails in production fails locally too. `data`, the item's compact JSON when the
+    caller has it, lets a small item skip the exact count."""
+    if data is not None and len(data) <= _SURELY_SMALL_JSON_CHARS:
+        return item
     size = item_size(item)
     if size > ITEM_LIMIT_BYTES:
         raise ItemTooLarge(f"item {item.get(PK)!r}/{item.get(SK)!r} is {size} bytes, over the {ITEM_LIMIT_BYTES} limit")
@@ -51,12 +63,15 @@ def _checked_size(item: Item) -> Item:
 
 _COLUMNS = ["pk", "sk", "data", *(c for i in INDEXES for c in (i.pk, i.sk)), "ttl"]
 _UPSERT = f"INSERT OR REPLACE INTO items ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
+_SELECT = "SELECT data FROM items WHERE pk = ? AND sk = ?"
+_DELETE = "DELETE FROM items WHERE pk = ? AND sk = ?"
 
 
 def _row(item: Item) -> tuple[Any, ...]:
     """The column values of an item: its keys, its JSON, its GSI keys (only when both are strings), its TTL."""
-    _checked_size(item)
-    values: list[Any] = [item[PK], item[SK], json.dumps(item, ensure_ascii=False, separators=(",", ":"))]
+    data = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+    _checked_size(item, data)
+    values: list[Any] = [item[PK], item[SK], data]
     for index in INDEXES:
         pk, sk = item.get(index.pk), item.get(index.sk)
         indexed = isinstance(pk, str) and isinstance(sk, str)
@@ -85,25 +100,26 @@ class SqliteTable:
     def __init__(self, db: SqliteDatabase) -> None:
         self.db = db
 
-    @staticmethod
-    async def _run(fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.to_thread(fn, *args)
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await self.db.run(fn, *args)
 
     # ---------------------------------------------------------------- reads
 
     @staticmethod
     def _fetch(connection: sqlite3.Connection, key: tuple[str, str]) -> Item | None:
-        row = connection.execute("SELECT data FROM items WHERE pk = ? AND sk = ?", key).fetchone()
+        row = connection.execute(_SELECT, key).fetchone()
         return _load(row[0]) if row else None
 
     def _get(self, key: Key) -> Item | None:
-        with self.db.read() as connection:
-            return self._fetch(connection, (key[PK], key[SK]))
+        rows = self.db.select(_SELECT, (key[PK], key[SK]))
+        return _load(rows[0][0]) if rows else None
 
     async def get(self, key: Key) -> Item | None:
         return await self._run(self._get, key)
 
     def _batch_get(self, keys: list[Key]) -> list[Item]:
+        # One read transaction with a lookup per key: cheaper than a statement per key on its own (each would
+        # take and release the WAL read lock) and than one join on a VALUES list (measured).
         with self.db.read() as connection:
             found = [self._fetch(connection, (k[PK], k[SK])) for k in keys]
         return [i for i in found if i is not None]
@@ -151,8 +167,7 @@ class SqliteTable:
         if limit is not None:
             sql += " LIMIT ?"
             args.append(limit + 1)  # one more tells whether a next page exists
-        with self.db.read() as connection:
-            rows = [_load(r[0]) for r in connection.execute(sql, args)]
+        rows = [_load(r[0]) for r in self.db.select(sql, args)]
         last_key: Item | None = None
         if limit is not None and len(rows) > limit:
             rows = rows[:limit]
@@ -185,7 +200,8 @@ class SqliteTable:
 
     def _put(self, item: Item, condition: Condition | None) -> None:
         with self.db.write() as connection:
-            self._checked(connection, (item[PK], item[SK]), condition)
+            if condition is not None:
+                self._checked(connection, (item[PK], item[SK]), condition)
             connection.execute(_UPSERT, _row(_stored(item)))
 
     async def put(self, item: Item, condition: Condition | None = None) -> None:
@@ -203,37 +219,45 @@ class SqliteTable:
 
     def _delete(self, key: Key, condition: Condition | None) -> None:
         with self.db.write() as connection:
-            self._checked(connection, (key[PK], key[SK]), condition)
-            connection.execute("DELETE FROM items WHERE pk = ? AND sk = ?", (key[PK], key[SK]))
+            if condition is not None:
+                self._checked(connection, (key[PK], key[SK]), condition)
+            connection.execute(_DELETE, (key[PK], key[SK]))
 
     async def delete(self, key: Key, condition: Condition | None = None) -> None:
         await self._run(self._delete, key, condition)
 
     def _transact(self, ops: list[WriteOp]) -> None:
         with self.db.write() as connection:
-            # Every condition is checked against the state before the transaction, as DynamoDB does.
+            # Every condition is checked against the state before the transaction, as DynamoDB does. An item
+            # is read once: for its op's condition, or for its update (DynamoDB allows one op per item).
+            current: dict[tuple[str, str], Item | None] = {}
             reasons: list[str | None] = []
             for op in ops:
-                current = self._fetch(connection, _key_of(op))
-                holds = op.condition is None or op.condition.holds(current)
+                holds = True
+                if op.condition is not None:
+                    key = _key_of(op)
+                    current[key] = self._fetch(connection, key)
+                    holds = op.condition.holds(current[key])
                 reasons.append(None if holds else "ConditionalCheckFailed")
             if any(reasons):
                 raise TransactionFailed(reasons)  # rolls back: nothing was written
             for op in ops:
+                key = _key_of(op)
                 if isinstance(op, Put):
                     connection.execute(_UPSERT, _row(_stored(op.item)))
                 elif isinstance(op, UpdateOp):
-                    current = self._fetch(connection, _key_of(op))
-                    connection.execute(_UPSERT, _row(op.update.apply(current or dict(op.key))))
+                    before = current.pop(key) if key in current else self._fetch(connection, key)
+                    connection.execute(_UPSERT, _row(op.update.apply(before or dict(op.key))))
                 elif isinstance(op, Delete):
-                    connection.execute("DELETE FROM items WHERE pk = ? AND sk = ?", _key_of(op))
+                    connection.execute(_DELETE, key)
+                current.pop(key, None)  # a later op on the same key reads what this one wrote
 
     async def transact(self, ops: list[WriteOp]) -> None:
         await self._run(self._transact, ops)
 
     def _batch_delete(self, keys: list[Key]) -> None:
         with self.db.write() as connection:
-            connection.executemany("DELETE FROM items WHERE pk = ? AND sk = ?", [(k[PK], k[SK]) for k in keys])
+            connection.executemany(_DELETE, [(k[PK], k[SK]) for k in keys])
 
     async def batch_delete(self, keys: list[Key]) -> None:
         if keys:

@@ -558,12 +558,7 @@ class TableStore(HierarchyStore, Store):
             return False
         waits = await self.table.query(it.run_pk(run_id), SkRange(begins_with=it.WAIT_PREFIX))
         for item in waits.items:
-            with contextlib.suppress(ConditionFailed):  # submitted (or closed) meanwhile: it stays as it is
-                await self.table.update(
-                    {PK: item[PK], SK: item[SK]},
-                    Update(set={"status": WaitStatus.CANCELLED.value}),
-                    Condition.of(eq("status", WaitStatus.WAITING.value)),
-                )
+            await self._close_wait({PK: item[PK], SK: item[SK]})
         return True
 
     async def is_cancel_requested(self, chat_id: str, run_id: str) -> bool:
@@ -576,6 +571,14 @@ class TableStore(HierarchyStore, Store):
     async def get_wait(self, run_id: str, tool_id: str) -> Wait | None:
         item = await self.table.get(it.wait_key(run_id, tool_id))
         return it.wait_from_item(item) if item else None
+
+    async def close_wait(self, run_id: str, tool_id: str) -> None:
+        await self._close_wait(it.wait_key(run_id, tool_id))
+
+    async def _close_wait(self, key: Key) -> None:
+        with contextlib.suppress(ConditionFailed):  # submitted (or closed) meanwhile: it stays as it is
+            closed = Update(set={"status": WaitStatus.CANCELLED.value})
+            await self.table.update(key, closed, Condition.of(eq("status", WaitStatus.WAITING.value)))
 
     async def submit_wait(self, run_id: str, tool_id: str, user_id: str, params: object, now_s: int) -> bool:
         """Flip a waiting call to submitted: only its user, only once, only before it expires."""
