@@ -14,7 +14,7 @@ from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.llm.openai_client import OpenAiLlmClient
-from agent_core.runtime import loop as run_loop
+from agent_core.runtime import recorder as run_recorder
 from agent_core.runtime.finish import persist_run
 from agent_core.store.dynamodb import DynamoTable
 from agent_core.store.memory_table import MemoryTable
@@ -82,7 +82,7 @@ def test_a_submit_after_the_run_was_cancelled_is_refused_with_the_runs_status(
         assert await asyncio.to_thread(let_it_end.wait, 30), "the test never let the run end"
         return await persist_run(*args, **kwargs)
 
-    monkeypatch.setattr(run_loop, "persist_run", persist_when_let)
+    monkeypatch.setattr(run_recorder, "persist_run", persist_when_let)
     answers: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
     with offline.stream("POST", "/api/ap/query", json={"message": 'ask me to pick "red" or "blue"'}) as response:

@@ -10,12 +10,15 @@ from typing import Any
 import pytest
 
 from agent_core.context import AppContext, build_context
+from agent_core.domain.events import ContentDelta
 from agent_core.domain.models import Role, ToolCall, ToolStatus
 from agent_core.runtime import router
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
+from agent_core.runtime.next_step import FinalAnswer
 from agent_core.store.memory_table import MemoryTable
 from agent_core.tools.base import ToolContext
 from tests.support.fake_llm import Reply, ScriptedLlm
+from tests.support.fake_run import FakeRun, collect
 from tests.support.fixtures import make_settings
 from tests.support.runs import run_turn, text
 
@@ -96,3 +99,16 @@ async def test_the_strategy_of_the_howto_runs_as_a_mode(monkeypatch: pytest.Monk
     assert events[-1]["type"] == "run.complete"
     stored = await context.deps.store.messages_between(events[0]["chatId"], None, None)
     assert [(m.role, m.content) for m in stored][-1] == (Role.ASSISTANT, "Go to Kyoto in April.")
+
+
+async def test_the_strategy_of_the_howto_ends_with_its_answer_as_a_step() -> None:
+    """Alone, over the fake run of the how-to's step 4: the outline is not streamed, the answer is its final step."""
+    strategy = example("howto-strategy.md", "the outline strategy")["outline_strategy"]
+    agent = AgentDefinition(key="planner", name="Planner")
+    r = FakeRun(agent, [Reply(text="1. Kyoto 2. April"), Reply(text="Go to Kyoto in April.")], message="plan my trip")
+
+    events, step = await collect(strategy, r)
+
+    assert step == FinalAnswer("Go to Kyoto in April.")
+    assert [e.delta for e in events if isinstance(e, ContentDelta)] == ["Go to Kyoto in April."]
+    assert [q.forward_content for q in r.requests] == [False, True]

@@ -19,7 +19,7 @@ from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.domain.ids import now_ms
 from agent_core.llm.base import LlmRequest
-from agent_core.runtime import loop as run_loop
+from agent_core.runtime import scope as run_scope
 from agent_core.runtime import turn as run_turn
 from agent_core.runtime.cancel import CancelWatch
 from agent_core.runtime.lease import LeaseKeeper
@@ -89,7 +89,7 @@ def test_the_lease_is_renewed_while_a_frontend_tool_waits_past_it(
     lease_ms = settings.run_lease_ms
     heartbeat = DrivenHeartbeat()
     monkeypatch.setattr(run_turn, "now_ms", heartbeat.clock)  # where a turn takes the lease
-    monkeypatch.setattr(run_loop, "LeaseKeeper", heartbeat.keeper)  # where a run renews it
+    monkeypatch.setattr(run_scope, "LeaseKeeper", heartbeat.keeper)  # where a run renews it (its scope)
     context = build_context(settings, table=MemoryTable(), audit=lambda line: None)
     headers = {"X-User-Id": "alice"} | ({"X-Agent-Now": agent_now} if agent_now else {})
     with (

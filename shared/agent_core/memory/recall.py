@@ -10,6 +10,7 @@ from agent_core.llm.tokens import estimate_text
 from agent_core.memory.calendar import local_date
 from agent_core.memory.long_term import LongTermMemory
 from agent_core.memory.retrieval import Hit, SearchQuery
+from agent_core.observability import logger
 
 HEADER = "What you remember (from earlier conversations; each record with the date it is from):"
 MAX_RECORDS = 8
@@ -34,7 +35,11 @@ async def recall_block(
         return ""
     used = estimate_text(HEADER)
     query = SearchQuery(message, limit=MAX_RECORDS, max_tokens=budget - used, min_similarity=min_similarity)
-    hits, _ = await memory.search(user_id, query, version)
+    try:
+        hits, _ = await memory.search(user_id, query, version)
+    except Exception as exc:  # a failing search costs the turn nothing: it goes on without the block
+        logger.warning("memory recall skipped", extra={"error": type(exc).__name__})
+        return ""
     lines = [HEADER]
     for hit in hits:
         line = cite(hit, tz)

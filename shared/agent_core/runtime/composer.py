@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from agent_core.domain.events import Event, FinishReason
+from agent_core.runtime.next_step import FinalAnswer, NextStep
 from agent_core.runtime.replies import transition
 from agent_core.runtime.run_protocol import AgentRun
 from agent_core.tools.service import ToolExecution
@@ -46,7 +47,7 @@ def separator(previous: str) -> str:
     return "" if not previous or previous[-1].isspace() else "\n\n"
 
 
-async def enhance(r: AgentRun, raw: str, finish_reason: FinishReason = "stop") -> AsyncIterator[Event]:
+async def enhance(r: AgentRun, raw: str, finish_reason: FinishReason = "stop") -> AsyncIterator[Event | NextStep]:
     """One more streamed call (no tools offered) that turns a raw result into the user-facing Markdown answer."""
     messages = [
         {"role": "system", "content": ENHANCE_PROMPT},
@@ -59,4 +60,4 @@ async def enhance(r: AgentRun, raw: str, finish_reason: FinishReason = "stop") -
     if not text:  # nothing came back as text (e.g. an unoffered tool call): the raw result is the answer
         async for event in r.text_block(raw):
             yield event
-    r.answer(text or raw, finish_reason)
+    yield FinalAnswer(text or raw, finish_reason)

@@ -13,23 +13,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from agent_core.domain.events import Event, RunRoute
 from agent_core.domain.models import ToolCall
-from agent_core.memory.calendar import from_ms, zone
 from agent_core.memory.time_query import TimeRange, detect, is_history_only
 from agent_core.runtime.history_answer import answer_from_history
+from agent_core.runtime.next_step import NextStep, Strategy
 from agent_core.runtime.run_protocol import AgentRun
 from agent_core.runtime.strategies.chain import chain_strategy
 from agent_core.runtime.strategies.direct import direct_strategy
 from agent_core.runtime.strategies.function import function_strategy
 from agent_core.runtime.strategies.quick import call_tools_then_answer
 from agent_core.runtime.strategies.react import react_strategy
-from agent_core.runtime.turn import PreparedTurn
-
-Strategy = Callable[[AgentRun], AsyncIterator[Event]]
 
 STRATEGIES: dict[str, Strategy] = {
     "function": function_strategy,
@@ -40,9 +37,9 @@ STRATEGIES: dict[str, Strategy] = {
 HISTORY_TOOL = "search_chat_history"
 
 
-def time_query(turn: PreparedTurn) -> TimeRange | None:
+def time_query(r: AgentRun) -> TimeRange | None:
     """The past days the message asks about, in the turn's zone (None when it is not such a question)."""
-    return detect(turn.request.message, turn.timezone, from_ms(turn.at_ms))
+    return detect(r.message, r.timezone, r.now)
 
 
 def history_call(span: TimeRange) -> tuple[str, dict[str, Any]]:
@@ -58,27 +55,27 @@ def self_made_calls(prefix: str, calls: list[tuple[str, dict[str, Any]]]) -> lis
     ]
 
 
-async def route_and_run(r: AgentRun, turn: PreparedTurn) -> AsyncIterator[Event]:
+async def route_and_run(r: AgentRun) -> AsyncIterator[Event | NextStep]:
+    """The routing, as a strategy of its own: its events, then the step of the strategy it picked."""
     mode = r.agent.mode
-    if mode == "chain" or turn.request.continuation:  # tool results continue the strategy, not a new question
-        async for event in STRATEGIES[mode](r):
-            yield event
+    if mode == "chain" or r.continuation:  # tool results continue the strategy, not a new question
+        async for item in STRATEGIES[mode](r):
+            yield item
         return
     matches = r.toolset.quick_calls(r.message)
-    span = time_query(turn)
+    span = time_query(r)
     if span is not None:
         if not matches and is_history_only(r.message):
-            tz = zone(turn.timezone, turn.deps.settings.default_timezone)
-            async for event in answer_from_history(r, span, turn.deps.store, turn.run.user_id, tz):
-                yield event
+            async for item in answer_from_history(r, span):
+                yield item
             return
         if HISTORY_TOOL in r.toolset.names:
             matches = [history_call(span), *matches]
     if matches:
         calls = self_made_calls("quick", matches)
         yield RunRoute(mode=mode, matched_tools=[c.name for c in calls], reason="quick rule matched")
-        async for event in call_tools_then_answer(r, calls):
-            yield event
+        async for item in call_tools_then_answer(r, calls):
+            yield item
         return
-    async for event in STRATEGIES[mode](r):
-        yield event
+    async for item in STRATEGIES[mode](r):
+        yield item

@@ -1,17 +1,23 @@
-"""What a strategy sees of a run: the narrow interface strategies, the composer and the history answer use.
+"""What a strategy sees of a run: the narrow interface strategies, the router, the composer and the history
+answer use.
 
-`loop.TurnRunner` implements it (stamping, the replay snapshot, the deadline and cancellation, the lease,
-persistence stay behind it). This module imports nothing of the run machinery, so strategies depend on it
-and never on the runner: the runtime's import graph has no cycle.
+`live_run.LiveRun` implements it over the run's scope (deadline, cancellation, lease) and recorder (stamping,
+the replay snapshot, persistence), which stay behind it. A strategy reads and acts through it and ends by
+yielding its next step (`next_step.py`); it never finishes the run by mutating it. This module imports nothing
+of the run machinery, so strategies depend on it and never on the runner: the runtime's import graph has no
+cycle.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime
 from typing import Any, Literal, Protocol, TypeVar
 
-from agent_core.domain.events import Event, FinishReason
+from agent_core.domain.events import Event
 from agent_core.domain.models import ToolCall
+from agent_core.memory.history_records import Recall
+from agent_core.memory.time_query import TimeRange
 from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.toolset import Toolset
 from agent_core.tools.service import ToolExecution
@@ -39,12 +45,12 @@ class ModelStep(Protocol):
         ...
 
 
-class AgentRun(Protocol):
-    """The run a strategy drives: its question, agent and tools, model steps, tool calls, and its answer."""
+class RunView(Protocol):
+    """What the run is about: its question, agent and tools, the user's zone and records, its guards."""
 
     @property
     def message(self) -> str:
-        """The user's message."""
+        """The user's message (for a continuation, the last USER message of the history)."""
         ...
 
     @property
@@ -58,9 +64,40 @@ class AgentRun(Protocol):
         """Tools the caller runs itself: a model step calling one ends the run (finishReason `tool_calls`)."""
         ...
 
+    @property
+    def continuation(self) -> bool:
+        """The request brings the outputs of client tools: it continues the run, it asks no new question."""
+        ...
+
+    @property
+    def timezone(self) -> str:
+        """The user's zone for this turn (an IANA name)."""
+        ...
+
+    @property
+    def now(self) -> datetime:
+        """The turn's "now" (its start; X-Agent-Now may set it), in UTC."""
+        ...
+
     def window(self, system_prompt: str | None = None, *, include_run: bool = True) -> list[dict[str, Any]]:
         """The prompt window plus (unless told otherwise) what this run has added so far."""
         ...
+
+    def recall(self, span: TimeRange, *, detail: bool) -> Awaitable[Recall]:
+        """The user's records of the days in `span`, in the user's zone (the history fast path)."""
+        ...
+
+    async def guarded(self, awaitable: Awaitable[T]) -> T:
+        """Await one thing under the run's deadline and cancellation."""
+        ...
+
+    def check_cancelled(self) -> None:
+        """Raise if the run was cancelled (checked between steps)."""
+        ...
+
+
+class RunActions(Protocol):
+    """What a strategy does in the run: model steps, its own text, tool calls (every event streams and is kept)."""
 
     def model_step(
         self,
@@ -100,32 +137,6 @@ class AgentRun(Protocol):
         """The saved result of a call this run executed ('' if it has none)."""
         ...
 
-    def answer(
-        self,
-        text: str,
-        finish_reason: FinishReason = "stop",
-        *,
-        calls: list[ToolCall] | None = None,
-        stored: str | None = None,
-    ) -> None:
-        """Finish the run with its answer, saved as the ASSISTANT message and returned to blocking callers.
 
-        `calls`: tool calls handed to the caller, saved with the message. `stored`: the message's content
-        when it is not the whole answer (text already saved with earlier calls).
-        """
-        ...
-
-    def begin_answer(self, text: str) -> None:
-        """The answer starts with `text`, already streamed and saved (answer parts before a follow-up loop).
-
-        What `answer` then gets follows it after a paragraph break (unless it starts with whitespace).
-        """
-        ...
-
-    async def guarded(self, awaitable: Awaitable[T]) -> T:
-        """Await one thing under the run's deadline and cancellation."""
-        ...
-
-    def check_cancelled(self) -> None:
-        """Raise if the run was cancelled (checked between steps)."""
-        ...
+class AgentRun(RunView, RunActions, Protocol):
+    """The run a strategy drives: what it is about (`RunView`) and what it does (`RunActions`)."""

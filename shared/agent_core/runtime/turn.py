@@ -7,7 +7,6 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from zoneinfo import ZoneInfo
 
 from agent_core.container import RunDeps
 from agent_core.domain.events import Event, RunCancel, RunError
@@ -232,27 +231,15 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         prepared = PreparedTurn(
             deps, req, chat, agent, run, summary, history, created_chat=created, timezone=tz.key, at_ms=at_ms
         )
-        prepared.extra_system = [
-            b for b in (profile_block(profile), await _remembered(deps, req, tz, records_version)) if b
-        ]
+        budget, floor = s.memory_recall_tokens, s.memory_recall_min_similarity
+        remembered = await recall_block(deps.memory, req.user_id, req.message, tz, budget, floor, records_version)
+        prepared.extra_system = [b for b in (profile_block(profile), remembered) if b]
         await _maybe_compact(prepared)
     except BaseException as exc:
         code = exc.code if isinstance(exc, AgentError) else "internal_error"
         await asyncio.shield(release_failed_run(deps, run, code, "the turn could not start", at_ms, req.stored_message))
         raise
     return prepared
-
-
-async def _remembered(deps: RunDeps, req: TurnRequest, tz: ZoneInfo, version: str | None) -> str:
-    """The records relevant to the message ("What you remember"); a failing search costs the turn nothing."""
-    s = deps.settings
-    try:
-        return await recall_block(
-            deps.memory, req.user_id, req.message, tz, s.memory_recall_tokens, s.memory_recall_min_similarity, version
-        )
-    except Exception as exc:
-        logger.warning("memory recall skipped", extra={"error": type(exc).__name__})
-        return ""
 
 
 async def release_failed_run(

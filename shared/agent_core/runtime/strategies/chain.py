@@ -18,8 +18,8 @@ from collections.abc import AsyncIterator
 from agent_core.domain.events import Event, RunRoute
 from agent_core.runtime.composer import enhance
 from agent_core.runtime.decisions import DecisionError, parse_intent
+from agent_core.runtime.next_step import Draft, NextStep, Steps
 from agent_core.runtime.run_protocol import AgentRun
-from agent_core.runtime.strategies.common import RawResult
 from agent_core.runtime.strategies.function import function_loop, settle_answer
 from agent_core.runtime.strategies.react import react_loop
 
@@ -30,7 +30,7 @@ INTENT_PROMPT = (
 )
 
 
-async def chain_strategy(r: AgentRun) -> AsyncIterator[Event]:
+async def chain_strategy(r: AgentRun) -> AsyncIterator[Event | NextStep]:
     names = ", ".join(r.toolset.names) or "none available"
     messages = [*r.window(include_run=False), {"role": "system", "content": INTENT_PROMPT.replace("{tools}", names)}]
     intent = r.model_step(messages, forward_content=False, purpose="intent")
@@ -48,21 +48,20 @@ async def chain_strategy(r: AgentRun) -> AsyncIterator[Event]:
         async for event in step:
             yield event
         if step.text() or not step.tool_calls():
-            async for event in settle_answer(r, step, loop=False):
-                yield event
+            async for item in settle_answer(r, step, loop=False):
+                yield item
             return
         yield RunRoute(mode="chain", reason="react: the direct answer asked for tools")
-    raw = RawResult()
-    async for event in tool_branch(r, raw):
+    branch = Steps(r, tool_branch)
+    async for event in branch:
         yield event
-    if raw.text is None:  # the branch already answered (user_input)
+    if not isinstance(branch.step, Draft):  # the branch answered already (user_input, nothing gathered)
+        yield branch.ending()
         return
-    async for event in enhance(r, raw.text, raw.finish_reason):
-        yield event
+    async for item in enhance(r, branch.step.text, branch.step.finish_reason):
+        yield item
 
 
-async def tool_branch(r: AgentRun, raw: RawResult) -> AsyncIterator[Event]:
-    """The tool loop per the agent's `strategy`; its final text lands in `raw`."""
-    loop = function_loop(r, raw=raw) if r.agent.strategy == "function" else react_loop(r, raw=raw)
-    async for event in loop:
-        yield event
+def tool_branch(r: AgentRun) -> AsyncIterator[Event | NextStep]:
+    """The tool loop per the agent's `strategy`, as a draft: it ends with a `Draft` unless it answered."""
+    return function_loop(r, draft=True) if r.agent.strategy == "function" else react_loop(r, draft=True)

@@ -1,13 +1,12 @@
-"""What every strategy shares: the raw-result holder of the chain's tool branch, and the answer when maxSteps
-runs out (from what the run gathered)."""
+"""What every strategy shares: the answer when maxSteps runs out (from what the run gathered)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
-from agent_core.domain.events import Event, FinishReason
+from agent_core.domain.events import Event
+from agent_core.runtime.next_step import Draft, FinalAnswer, NextStep
 from agent_core.runtime.replies import max_steps_reached
 from agent_core.runtime.run_protocol import AgentRun
 
@@ -16,18 +15,6 @@ MAX_STEPS_PROMPT = (
     "the tool results below, and say briefly what they do not cover."
 )
 GATHERED = "Tool results gathered before the step budget (maxSteps) ran out:\n"
-
-
-@dataclass
-class RawResult:
-    """A tool loop's unpolished final text (chain's tool branch), kept for the enhancement call.
-
-    A loop given one streams none of its own text and does not answer; `text` stays None when the loop
-    answered anyway (user_input). At maxSteps the text is what the tools gathered, `finish_reason` max_steps.
-    """
-
-    text: str | None = None
-    finish_reason: FinishReason = "stop"
 
 
 def gathered(r: AgentRun) -> str:
@@ -50,16 +37,16 @@ def _with_records(window: list[dict[str, Any]], records: str) -> list[dict[str, 
     return [*window[:last_user], {"role": "system", "content": records}, *window[last_user:]]
 
 
-async def close_at_max_steps(r: AgentRun, raw: RawResult | None = None) -> AsyncIterator[Event]:
+async def close_at_max_steps(r: AgentRun, *, draft: bool = False) -> AsyncIterator[Event | NextStep]:
     """The step budget ran out: answer from what the run gathered, in one call that offers no tools.
 
-    In chain's tool branch (`raw`), the gathered results are the raw result its enhancement call rewrites.
+    In chain's tool branch (`draft`), the gathered results are the `Draft` its enhancement call rewrites.
     The run finishes with `max_steps` either way; with nothing gathered, or no text from the model, the
-    closing message says the budget ran out.
+    closing message (streamed) says the budget ran out and is the answer.
     """
     found = gathered(r)
-    if raw is not None and found:
-        raw.text, raw.finish_reason = GATHERED + found, "max_steps"
+    if draft and found:
+        yield Draft(GATHERED + found, "max_steps")
         return
     text = ""
     if found:
@@ -73,4 +60,4 @@ async def close_at_max_steps(r: AgentRun, raw: RawResult | None = None) -> Async
         text = max_steps_reached(r.message, r.agent.max_steps)
         async for event in r.text_block(text):
             yield event
-    r.answer(text, "max_steps")
+    yield FinalAnswer(text, "max_steps")

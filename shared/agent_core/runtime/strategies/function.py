@@ -22,19 +22,20 @@ from agent_core.domain.models import ToolCall
 from agent_core.errors import LlmRejectedTools
 from agent_core.observability import NAMESPACE, logger
 from agent_core.runtime.composer import part_messages, separator
+from agent_core.runtime.next_step import Draft, FinalAnswer, NextStep, RunAgain, Steps, WaitForClient, with_preface
 from agent_core.runtime.replies import filler_line, unoffered_tools
 from agent_core.runtime.run_protocol import AgentRun, ModelStep
-from agent_core.runtime.strategies.common import RawResult, close_at_max_steps
+from agent_core.runtime.strategies.common import close_at_max_steps
 from agent_core.runtime.strategies.react import react_loop
 from agent_core.tools.service import ToolExecution
 
 UNPARSABLE_STEPS = 2  # consecutive steps with unparsable arguments before falling back
 
 
-async def function_strategy(r: AgentRun) -> AsyncIterator[Event]:
+async def function_strategy(r: AgentRun) -> AsyncIterator[Event | NextStep]:
     yield RunRoute(mode="function", reason="function calling")
-    async for event in function_loop(r):
-        yield event
+    async for item in function_loop(r):
+        yield item
 
 
 def unparsable(arguments: str) -> bool:
@@ -48,13 +49,13 @@ def unparsable(arguments: str) -> bool:
 
 
 async def function_loop(
-    r: AgentRun, *, raw: RawResult | None = None, lead: str = "", compose: bool = True
-) -> AsyncIterator[Event]:
+    r: AgentRun, *, draft: bool = False, lead: str = "", compose: bool = True
+) -> AsyncIterator[Event | NextStep]:
     """Model steps offering the agent's tools until one answers without calling any.
 
-    The window includes what the run already did (quick-rule calls, earlier steps). With `raw` (the
-    chain's tool branch) nothing the model writes is streamed: the last text is kept in `raw` for the
-    enhancement call. `lead` is streamed before the first step's text (a separator after
+    The window includes what the run already did (quick-rule calls, earlier steps). With `draft` (the
+    chain's tool branch) nothing the model writes is streamed: the last text ends the loop as a `Draft` for
+    the enhancement call. `lead` is streamed before the first step's text (a separator after
     earlier answer parts); `compose=False` keeps progressive composition out (it is already running).
     """
     tools = r.toolset.schemas()
@@ -62,56 +63,52 @@ async def function_loop(
     for step in range(r.agent.max_steps):
         r.check_cancelled()
         first_lead = "" if step else lead
-        step_result = r.model_step(r.window(), tools=tools, forward_content=raw is None, lead=first_lead)
+        step_result = r.model_step(r.window(), tools=tools, forward_content=not draft, lead=first_lead)
         try:
             async for event in step_result:
                 yield event
         except LlmRejectedTools as rejected:
-            async for event in fall_back(r, "tools_rejected", rejected.message, raw=raw):
-                yield event
+            async for item in fall_back(r, "tools_rejected", rejected.message, draft=draft):
+                yield item
             return
         if not tools:  # nothing was offered: calls the model makes anyway are not run
-            async for event in settle_answer(r, step_result, loop=False, raw=raw):
-                yield event
+            async for item in settle_answer(r, step_result, loop=False, draft=draft):
+                yield item
             return
         ends = step_result.end_calls()
         if not ends:
-            if raw is not None:
-                raw.text = step_result.text()
-            else:
-                r.answer(step_result.text())
+            yield Draft(step_result.text()) if draft else FinalAnswer(step_result.text())
             return
         client = r.client_tools
-        if client and raw is None and any(call.name in client for call, _ in ends):
-            async for event in _hand_over(r, ends, step_result.text()):
-                yield event
+        if client and not draft and any(call.name in client for call, _ in ends):
+            async for item in _hand_over(r, ends, step_result.text()):
+                yield item
             return
         async for event in r.end_calls(ends):
             yield event
         calls = [call for call, _ in ends]
-        if r.agent.compose == "progressive" and compose and raw is None:
-            async for event in progressive(r, calls, content=step_result.text()):
-                yield event
+        if r.agent.compose == "progressive" and compose and not draft:
+            async for item in progressive(r, calls, content=step_result.text()):
+                yield item
             return
         async for event in r.run_calls(calls, content=step_result.text()):
             yield event
         bad_steps = bad_steps + 1 if any(unparsable(call.arguments) for call in calls) else 0
         if bad_steps >= UNPARSABLE_STEPS:
             reason = f"tool-call arguments could not be parsed in {bad_steps} steps in a row"
-            async for event in fall_back(r, "tool_arguments_unparsable", reason, raw=raw):
-                yield event
+            async for item in fall_back(r, "tool_arguments_unparsable", reason, draft=draft):
+                yield item
             return
-    async for event in close_at_max_steps(r, raw):
-        yield event
+    async for item in close_at_max_steps(r, draft=draft):
+        yield item
 
 
-async def fall_back(r: AgentRun, code: str, reason: str, *, raw: RawResult | None) -> AsyncIterator[Event]:
+async def fall_back(r: AgentRun, code: str, reason: str, *, draft: bool) -> AsyncIterator[Event | NextStep]:
     """Function -> Prompt: the same run continues as ReAct, with a warning and a metric."""
     count_fallback(code)
     yield RunWarning(code=code, message=f"falling back to the prompt strategy (ReAct): {reason}")
     yield RunRoute(mode="react", reason=f"fallback (Function -> Prompt): {code}")
-    async for event in react_loop(r, raw=raw):
-        yield event
+    yield RunAgain(lambda run: react_loop(run, draft=draft), f"fallback (Function -> Prompt): {code}")
 
 
 def count_fallback(reason: str) -> None:
@@ -122,7 +119,7 @@ def count_fallback(reason: str) -> None:
         logger.warning("metric emit failed", extra={"error": str(exc)})
 
 
-async def _hand_over(r: AgentRun, ends: list[tuple[ToolCall, Event]], text: str) -> AsyncIterator[Event]:
+async def _hand_over(r: AgentRun, ends: list[tuple[ToolCall, Event]], text: str) -> AsyncIterator[Event | NextStep]:
     """The model called tools the caller runs itself: the run ends here with finishReason `tool_calls`.
 
     Server-side calls of the same step still run first, so every call in the history but the caller's
@@ -138,13 +135,13 @@ async def _hand_over(r: AgentRun, ends: list[tuple[ToolCall, Event]], text: str)
     if server:
         async for event in r.run_calls([call for call, _ in server], content=text):
             yield event
-    handed = [call for call, _ in ends if call.name in client]
-    r.answer(text, "tool_calls", calls=handed, stored="" if server else text)
+    handed = tuple(call for call, _ in ends if call.name in client)
+    yield WaitForClient(text, handed, stored="" if server else text)
 
 
 async def settle_answer(
-    r: AgentRun, step: ModelStep, *, loop: bool = True, raw: RawResult | None = None
-) -> AsyncIterator[Event]:
+    r: AgentRun, step: ModelStep, *, loop: bool = True, draft: bool = False
+) -> AsyncIterator[Event | NextStep]:
     """The answer of a call that offered no tools; tool calls it returned anyway are handled, never dangling.
 
     Their events were not forwarded. A `run.warning` names them; when the model wrote no text and the
@@ -157,29 +154,28 @@ async def settle_answer(
         message = f"the model called {', '.join(names)} in a call that offered no tools"
         yield RunWarning(code="unoffered_tool_calls", message=message)
         if loop and not text and r.toolset.schemas():
-            async for event in function_loop(r, raw=raw):
-                yield event
+            yield RunAgain(lambda run: function_loop(run, draft=draft), "the calls go through the tool loop")
             return
-    if raw is not None:
-        raw.text = text
+    if draft:
+        yield Draft(text)
         return
     if not text and names:
         text = unoffered_tools(r.message, names)
         async for event in r.text_block(text):
             yield event
-    r.answer(text)
+    yield FinalAnswer(text)
 
 
-async def answer_step(r: AgentRun, messages: list[dict[str, Any]]) -> AsyncIterator[Event]:
+async def answer_step(r: AgentRun, messages: list[dict[str, Any]]) -> AsyncIterator[Event | NextStep]:
     """One streamed answer call offering no tools (direct answers, the history answer)."""
     step = r.model_step(messages)
     async for event in step:
         yield event
-    async for event in settle_answer(r, step):
-        yield event
+    async for item in settle_answer(r, step):
+        yield item
 
 
-async def progressive(r: AgentRun, calls: list[ToolCall], *, content: str = "") -> AsyncIterator[Event]:
+async def progressive(r: AgentRun, calls: list[ToolCall], *, content: str = "") -> AsyncIterator[Event | NextStep]:
     """A filler line at once, then one streamed answer part per tool as it completes (fastest first).
 
     Parts are separate paragraphs: each part after the first starts with a paragraph break (streamed as
@@ -214,12 +210,13 @@ async def progressive(r: AgentRun, calls: list[ToolCall], *, content: str = "") 
         yield event
     text = "".join(parts).rstrip()
     if not follow_up:
-        r.answer(text)
+        yield FinalAnswer(text)
         return
     async for event in r.end_calls(follow_up):
         yield event
     async for event in r.run_calls([call for call, _ in follow_up], content=text):
         yield event
-    r.begin_answer(text)
-    async for event in function_loop(r, lead=separator(text), compose=False):
+    tail = Steps(r, lambda run: function_loop(run, lead=separator(text), compose=False))
+    async for event in tail:
         yield event
+    yield with_preface(tail.step, text)

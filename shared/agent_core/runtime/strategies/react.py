@@ -11,8 +11,9 @@ from agent_core.domain.models import ToolCall
 from agent_core.errors import AgentError
 from agent_core.runtime.composer import enhance
 from agent_core.runtime.decisions import DecisionError, ReactDecision, parse_react
+from agent_core.runtime.next_step import Draft, FinalAnswer, NextStep
 from agent_core.runtime.run_protocol import AgentRun
-from agent_core.runtime.strategies.common import RawResult, close_at_max_steps
+from agent_core.runtime.strategies.common import close_at_max_steps
 
 REACT_FORMAT = """You solve the task step by step. Answer every step with ONE JSON object and nothing else:
 {"thought": "<your reasoning>", "action": "tool_call" | "user_input" | "final_answer", "action_input": ...}
@@ -83,9 +84,9 @@ def _seeded(r: AgentRun, calls: list[ToolCall]) -> list[dict[str, Any]]:
 
 
 async def react_loop(
-    r: AgentRun, *, raw: RawResult | None = None, seed: list[ToolCall] | None = None
-) -> AsyncIterator[Event]:
-    """The ReAct loop; the final answer is streamed (or enhanced), or kept in `raw` for chain.
+    r: AgentRun, *, draft: bool = False, seed: list[ToolCall] | None = None
+) -> AsyncIterator[Event | NextStep]:
+    """The ReAct loop; the final answer is streamed (or enhanced), or with `draft` (chain) a `Draft`.
 
     `seed`: calls already made this run (quick rules), given to the model as earlier steps.
     """
@@ -118,21 +119,21 @@ async def react_loop(
         if decision.action == "user_input":
             async for event in r.text_block(decision.text):
                 yield event
-            r.answer(decision.text, "user_input")
+            yield FinalAnswer(decision.text, "user_input")
             return
-        if raw is not None:
-            raw.text = decision.text
+        if draft:
+            yield Draft(decision.text)
             return
         if r.agent.enhance:
-            async for event in enhance(r, decision.text):
-                yield event
+            async for item in enhance(r, decision.text):
+                yield item
             return
         async for event in r.text_block(decision.text):
             yield event
-        r.answer(decision.text)
+        yield FinalAnswer(decision.text)
         return
-    async for event in close_at_max_steps(r, raw):
-        yield event
+    async for item in close_at_max_steps(r, draft=draft):
+        yield item
 
 
 def _step_event(step: int, decision: ReactDecision, observation: Any) -> ReactStep:
@@ -145,7 +146,7 @@ def _step_event(step: int, decision: ReactDecision, observation: Any) -> ReactSt
     )
 
 
-async def react_strategy(r: AgentRun) -> AsyncIterator[Event]:
+async def react_strategy(r: AgentRun) -> AsyncIterator[Event | NextStep]:
     yield RunRoute(mode="react", reason="ReAct prompt strategy")
-    async for event in react_loop(r):
-        yield event
+    async for item in react_loop(r):
+        yield item

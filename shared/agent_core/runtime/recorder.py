@@ -1,0 +1,95 @@
+"""A run's recorder: stamps its events, keeps the replay snapshot and what the run produced, and stores its end.
+
+Everything the run sends passes through `emit` (stamped once, fed to the snapshot, so replay equals live);
+messages the run adds are `save`d; the strategy's final step is `conclude`d into the answer; `end` persists
+the run once (or, when that fails, replaces the terminal event with an error and abandons the run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from agent_core.domain.events import Event, FinishReason, RunError
+from agent_core.domain.ids import sortable_id
+from agent_core.domain.models import Message, Role, RunStatus
+from agent_core.errors import AgentError
+from agent_core.observability import logger
+from agent_core.runtime.composer import separator
+from agent_core.runtime.envelope import Envelope, EventAssembler
+from agent_core.runtime.finish import RunOutcome, abandon_run, persist_run
+from agent_core.runtime.next_step import Ending, FinalAnswer
+from agent_core.runtime.replay import SnapshotBuilder
+from agent_core.runtime.turn import PreparedTurn
+
+
+class RunRecorder:
+    """The run's events (stamped, in the snapshot), its messages and outcome, and its stored end."""
+
+    def __init__(self, turn: PreparedTurn) -> None:
+        run = turn.run
+        self._turn = turn
+        self.assembler = EventAssembler(run.run_id, run.chat_id, run.request_id)
+        self.snapshot = SnapshotBuilder()
+        self.outcome = RunOutcome()
+        self.finish_reason: FinishReason = "stop"
+        self.ended = False
+
+    def emit(self, event: Event) -> list[Envelope]:
+        envelopes = self.assembler.process(event)
+        for envelope in envelopes:
+            self.snapshot.feed(envelope)
+        return envelopes
+
+    def save(self, role: Role, **fields: Any) -> Message:
+        at = self._turn.clock_ms()
+        run = self._turn.run
+        message = Message(
+            id=sortable_id(at),
+            chat_id=run.chat_id,
+            role=role,
+            run_id=run.run_id,
+            request_id=run.request_id,
+            created_at=at,
+            **fields,
+        )
+        self.outcome.messages.append(message)
+        return message
+
+    def conclude(self, step: Ending) -> None:
+        """The run's final answer: saved as the ASSISTANT message and returned to blocking callers.
+
+        A preface (answer parts already streamed and saved) comes first, a paragraph break between unless
+        the text brings its own (a step's lead streams one). Calls handed to the caller are saved with it.
+        """
+        text, preface = step.text, step.preface
+        if preface is None:
+            self.outcome.final_text = text
+        else:
+            joint = "" if text[:1].isspace() else separator(preface)
+            self.outcome.final_text = f"{preface}{joint}{text}".rstrip()
+        if isinstance(step, FinalAnswer):
+            self.save(Role.ASSISTANT, content=text)
+            self.finish_reason = step.finish_reason
+            return
+        stored = text if step.stored is None else step.stored
+        self.save(Role.ASSISTANT, content=stored, tool_calls=list(step.calls))
+        self.finish_reason = "tool_calls"
+
+    async def end(self, status: RunStatus, terminal: Event, envelopes: list[Envelope]) -> list[Envelope]:
+        """Store the run's end; the envelopes to send last (the terminal one replaced if that failed)."""
+        self.ended = True
+        turn = self._turn
+        entries = self.snapshot.entries()
+        try:
+            await persist_run(turn, self.outcome, status, terminal, self.finish_reason, entries)
+            return envelopes
+        except Exception as exc:
+            logger.exception("the end of the run could not be stored", extra={"runId": turn.run.run_id})
+            code = exc.code if isinstance(exc, AgentError) else "internal_error"
+            error = RunError(code=code, message="the answer could not be stored; please ask again")
+        # The terminal event was not sent yet: the client gets the error in its place, with its seq.
+        final = dataclasses.replace(envelopes[-1], event=error)
+        kept = [e for e in entries if e["type"] in ("request.query", "chat.start", "run.start")]
+        await abandon_run(turn, error, [*kept, final.wire()])
+        return [*envelopes[:-1], final]

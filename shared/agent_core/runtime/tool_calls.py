@@ -1,0 +1,138 @@
+"""The run's tool calls: announced, ended (a frontend call's wait opened first), executed in parallel, saved.
+
+A part of `live_run.LiveRun` (the `RunActions` a strategy uses for tools); each call's record and its
+call/result messages land in the recorder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from agent_core.domain.events import (
+    ActionArgs,
+    ActionEnd,
+    ActionResult,
+    ActionStart,
+    Event,
+    RequestSubmit,
+    ToolArgs,
+    ToolEnd,
+    ToolResult,
+    ToolStart,
+)
+from agent_core.domain.models import Role, ToolCall, ToolCallRecord, ToolStatus
+from agent_core.runtime.executor import execute_parallel
+from agent_core.runtime.frontend import StoreFrontendBridge
+from agent_core.runtime.recorder import RunRecorder
+from agent_core.runtime.run_protocol import OnResult
+from agent_core.runtime.scope import RunScope
+from agent_core.runtime.toolset import Toolset
+from agent_core.runtime.turn import PreparedTurn
+from agent_core.tools.base import ToolContext
+from agent_core.tools.service import ToolExecution
+
+
+class ToolCalls:
+    """Tool calls of one run, over its toolset and frontend bridge."""
+
+    turn: PreparedTurn
+    scope: RunScope
+    recorder: RunRecorder
+    toolset: Toolset
+    bridge: StoreFrontendBridge
+
+    def tool_context(self) -> ToolContext:
+        turn, run = self.turn, self.turn.run
+        return ToolContext(
+            request_id=run.request_id,
+            conversation_id=run.chat_id,
+            user_id=run.user_id,
+            settings=turn.deps.settings,
+            timezone=turn.timezone,
+            now=turn.now,
+            run_id=run.run_id,
+            blobs=turn.deps.blobs,
+            frontend=self.bridge,
+            memory=turn.deps.store,
+            records=turn.deps.memory,
+            public_base_url=turn.request.public_base_url,
+            links=turn.deps.data_links,
+        )
+
+    async def announce(self, calls: list[ToolCall]) -> AsyncIterator[Event]:
+        """Start and args events for calls the run makes itself (quick rules, ReAct)."""
+        kinds = self.toolset.kinds
+        for call in calls:
+            if kinds.get(call.name) == "action":
+                yield ActionStart(action_id=call.id, action_name=call.name)
+                yield ActionArgs(action_id=call.id, delta=call.arguments, chunk_index=0)
+                continue
+            yield ToolStart(tool_id=call.id, tool_name=call.name, tool_type=kinds.get(call.name, "backend"))
+            yield ToolArgs(tool_id=call.id, delta=call.arguments, chunk_index=0)
+
+    def end_event(self, call: ToolCall) -> Event:
+        if self.toolset.kinds.get(call.name) == "action":
+            return ActionEnd(action_id=call.id)
+        return ToolEnd(tool_id=call.id)
+
+    async def end_calls(self, ends: list[tuple[ToolCall, Event]]) -> AsyncIterator[Event]:
+        """Each call's end event; a frontend call's WAIT item is written before its end is sent."""
+        kinds = self.toolset.kinds
+        for call, end in ends:
+            if kinds.get(call.name) == "frontend":
+                await self.bridge.open_wait(call.id, self.turn.deps.settings.frontend_submit_timeout_ms)
+            yield end
+
+    async def run_calls(
+        self, calls: list[ToolCall], *, content: str = "", on_result: OnResult | None = None
+    ) -> AsyncIterator[Event]:
+        """Execute calls in parallel; events in completion order; the call/result messages saved in call order."""
+        recorder = self.recorder
+        recorder.save(Role.ASSISTANT, content=content, tool_calls=calls)
+        kinds = self.toolset.kinds
+        done: dict[str, ToolExecution] = {}
+        executions = execute_parallel(self.toolset.service, calls, self.tool_context())
+        try:
+            while True:
+                try:
+                    execution = await self.scope.next_item(executions)
+                except StopAsyncIteration:
+                    break
+                call = execution.call
+                done[call.id] = execution
+                recorder.outcome.records.append(
+                    ToolCallRecord(
+                        id=call.id,
+                        tool_name=call.name,
+                        status=execution.status,
+                        reason=execution.reason,
+                        duration_ms=execution.duration_ms,
+                    )
+                )
+                kind = kinds.get(call.name, "backend")
+                if kind == "action":
+                    yield ActionResult(action_id=call.id, result=execution.result_payload())
+                else:
+                    if kind == "frontend" and execution.status == ToolStatus.OK:
+                        yield RequestSubmit(tool_id=call.id, params=execution.output)
+                    yield ToolResult(
+                        tool_id=call.id,
+                        result=execution.result_payload(),
+                        status=execution.status.value,
+                        reason=execution.reason or None,
+                    )
+                if on_result is not None:
+                    async for event in on_result(execution):
+                        yield event
+        finally:
+            await executions.aclose()
+            for call in calls:
+                if call.id in done:
+                    text = done[call.id].model_content()
+                    recorder.save(Role.TOOL, content=text, tool_call_id=call.id, tool_name=call.name)
+
+    def result_of(self, call_id: str) -> str:
+        for message in reversed(self.recorder.outcome.messages):
+            if message.tool_call_id == call_id:
+                return message.content
+        return ""
