@@ -184,6 +184,8 @@ finished. Prints one JSON line; exits 1 if any enqueued job failed. Works on the
 (AGENT_STORAGE=embedded) and on DynamoDB (aws); refuses (exit 2) AGENT_STORAGE=memory, which lives inside
 one process (this command would see an empty store of its own).
 
+ISO is a time with its UTC offset (2026-01-07T11:00:00+08:00, 2026-01-07T03:00:00Z), as X-Agent-Now takes it.
+
   jobs idle-sessions [--now ISO]
       the 5-minute pass at NOW (default: the current time)
   jobs daily-summary [--now ISO]
@@ -213,12 +215,13 @@ class UserActive(Exception):
 
 
 def _iso_time(value: str) -> datetime:
-    """An ISO 8601 instant; without an offset it is UTC."""
+    """An ISO 8601 instant with its UTC offset (the rule of X-Agent-Now)."""
+    from agent_core.domain.instant import NotAnInstant, parse_instant
+
     try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {value!r}") from exc
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        return parse_instant(value)
+    except NotAnInstant as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _iso_date(value: str) -> date:
@@ -233,7 +236,7 @@ def add_jobs_commands(jobs: argparse.ArgumentParser) -> None:
     jobs.formatter_class = argparse.RawDescriptionHelpFormatter
     which = jobs.add_subparsers(dest="job", required=True)
     idle = which.add_parser("idle-sessions", help="close idle sessions and expire run leases now")
-    idle.add_argument("--now", type=_iso_time, help="the pass's time (ISO 8601; no offset = UTC)")
+    idle.add_argument("--now", type=_iso_time, help="the pass's time (ISO 8601 with its UTC offset)")
     daily = which.add_parser(
         "daily-summary",
         help="the hourly daily-summary pass, or one user's date",
@@ -242,7 +245,7 @@ def add_jobs_commands(jobs: argparse.ArgumentParser) -> None:
     )
     daily.add_argument("--date", type=_iso_date, help="YYYY-MM-DD: that date's summaries")
     daily.add_argument("--user", help="with --date: enqueue the job for this user directly")
-    daily.add_argument("--now", type=_iso_time, help="the pass's (or the job's) time (ISO 8601; no offset = UTC)")
+    daily.add_argument("--now", type=_iso_time, help="the pass's (or the job's) time (ISO 8601 with its UTC offset)")
     daily.add_argument("--force", action="store_true", help=FORCE_HELP)
     backfill = which.add_parser(
         "backfill",
