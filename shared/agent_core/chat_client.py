@@ -249,7 +249,11 @@ class ChatSession:
             elif line.strip():
                 self.send(line.strip())
         except ApiError as error:
-            self.say(f"error {error}")
+            if name == "/open" and error.code == "chat_not_found":  # `--chat` too: never a silent new chat
+                where = f"staying in chat {self.chat_id}" if self.chat_id else "starting a new chat"
+                self.say(f"chat {arg} not found; {where}")
+            else:
+                self.say(f"error {error}")
         except httpx.HTTPError as error:
             self.say(f"error: cannot reach the server: {error}")
         return True

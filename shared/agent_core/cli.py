@@ -123,23 +123,39 @@ def serve(host: str, port: int) -> None:
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[None]:
-        from agent_core.domain.ids import now_ms
         from agent_core.jobs.local_scheduler import local_schedules
-        from agent_core.runtime.interrupted import settle_interrupted_runs
 
-        # Runs the last process left running (it was killed) end `interrupted` and free their chats, before
-        # any request: every lease in a data directory this server holds is a dead process's.
-        at = now_ms()
-        await settle_interrupted_runs(context.deps.store, at, expired_before=None if sole_owner else at)
-        # Jobs queued before the last stop (kept in the embedded database) run now.
-        await context.background.resume()
         async with local_schedules(context.deps, context.schedules):
             yield
 
     app.router.lifespan_context = lifespan
-    bound = sock.getsockname()[1]  # the port itself, also when 0 asked the system for a free one
-    print(_banner(settings, host, bound), flush=True)
-    http_server(app, settings).run(sockets=[sock])
+    server = http_server(app, settings)
+
+    async def start_then_serve() -> None:
+        from agent_core.domain.ids import now_ms
+        from agent_core.runtime.interrupted import settle_interrupted_runs
+
+        # Before the banner and the first request, on the server's loop; a store that cannot be read (AWS
+        # storage without credentials, region or table) is one line, not uvicorn's startup traceback.
+        try:
+            # Runs the last process left running (it was killed) end `interrupted` and free their chats: every
+            # lease in a data directory this server holds is a dead process's.
+            at = now_ms()
+            await settle_interrupted_runs(context.deps.store, at, expired_before=None if sole_owner else at)
+            # Jobs queued before the last stop (kept in the embedded database) run now.
+            await context.background.resume()
+        except Exception as error:
+            problem = _unreachable_table_problem(settings, error, "serve")
+            if problem is None:
+                raise
+            sock.close()
+            raise SystemExit(problem) from None
+        bound = sock.getsockname()[1]  # the port itself, also when 0 asked the system for a free one
+        print(_banner(settings, host, bound), flush=True)
+        await server.serve(sockets=[sock])
+
+    with asyncio.Runner(loop_factory=server.config.get_loop_factory()) as runner:
+        runner.run(start_then_serve())
     if data_lock is not None:
         data_lock.close()
 
@@ -167,6 +183,8 @@ JOBS_HELP = """Run against the configured storage with the in-process queue, and
 finished. Prints one JSON line; exits 1 if any enqueued job failed. Works on the local server's database
 (AGENT_STORAGE=embedded) and on DynamoDB (aws); refuses (exit 2) AGENT_STORAGE=memory, which lives inside
 one process (this command would see an empty store of its own).
+
+ISO is a time with its UTC offset (2026-01-07T11:00:00+08:00, 2026-01-07T03:00:00Z), as X-Agent-Now takes it.
 
   jobs idle-sessions [--now ISO]
       the 5-minute pass at NOW (default: the current time)
@@ -197,12 +215,13 @@ class UserActive(Exception):
 
 
 def _iso_time(value: str) -> datetime:
-    """An ISO 8601 instant; without an offset it is UTC."""
+    """An ISO 8601 instant with its UTC offset (the rule of X-Agent-Now)."""
+    from agent_core.domain.instant import NotAnInstant, parse_instant
+
     try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {value!r}") from exc
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        return parse_instant(value)
+    except NotAnInstant as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _iso_date(value: str) -> date:
@@ -217,7 +236,7 @@ def add_jobs_commands(jobs: argparse.ArgumentParser) -> None:
     jobs.formatter_class = argparse.RawDescriptionHelpFormatter
     which = jobs.add_subparsers(dest="job", required=True)
     idle = which.add_parser("idle-sessions", help="close idle sessions and expire run leases now")
-    idle.add_argument("--now", type=_iso_time, help="the pass's time (ISO 8601; no offset = UTC)")
+    idle.add_argument("--now", type=_iso_time, help="the pass's time (ISO 8601 with its UTC offset)")
     daily = which.add_parser(
         "daily-summary",
         help="the hourly daily-summary pass, or one user's date",
@@ -226,7 +245,7 @@ def add_jobs_commands(jobs: argparse.ArgumentParser) -> None:
     )
     daily.add_argument("--date", type=_iso_date, help="YYYY-MM-DD: that date's summaries")
     daily.add_argument("--user", help="with --date: enqueue the job for this user directly")
-    daily.add_argument("--now", type=_iso_time, help="the pass's (or the job's) time (ISO 8601; no offset = UTC)")
+    daily.add_argument("--now", type=_iso_time, help="the pass's (or the job's) time (ISO 8601 with its UTC offset)")
     daily.add_argument("--force", action="store_true", help=FORCE_HELP)
     backfill = which.add_parser(
         "backfill",
@@ -414,9 +433,9 @@ def _note_a_new_database(settings: Settings) -> None:
         )
 
 
-def _unreachable_table_problem(settings: Settings, error: Exception) -> str | None:
-    """`jobs` on a DynamoDB table it cannot read (no credentials, no endpoint, no table): one line, not a
-    botocore traceback. None for any other failure."""
+def _unreachable_table_problem(settings: Settings, error: Exception, command: str = "jobs") -> str | None:
+    """`jobs` or `serve` on a DynamoDB table it cannot read (no credentials, no endpoint, no table): one line,
+    not a botocore (or uvicorn start-up) traceback. None for any other failure."""
     if settings.effective_storage != "aws":
         return None
     from botocore.exceptions import BotoCoreError, ClientError
@@ -426,7 +445,7 @@ def _unreachable_table_problem(settings: Settings, error: Exception) -> str | No
     if not isinstance(error, BotoCoreError | ClientError | ServiceUnavailable):
         return None
     return (
-        f"agent-core jobs: AGENT_STORAGE=aws: the table {settings.table_name} could not be read ({error}). "
+        f"agent-core {command}: AGENT_STORAGE=aws: the table {settings.table_name} could not be read ({error}). "
         "Check the AWS credentials and region (the usual AWS_* variables or profile) and AGENT_TABLE_NAME, or "
         "leave AGENT_STORAGE unset for the local server's database."
     )

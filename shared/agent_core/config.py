@@ -89,7 +89,7 @@ class Settings(BaseSettings):
         default_factory=list,
         alias="AGENT_LLM_FALLBACK",
         description="Further `provider:model` entries (split on the first colon; provider openai, azure or "
-        "bedrock), tried in order when a call fails before any output",
+        "bedrock), tried in order when a call fails before any output; refused after the offline model",
     )
 
     auth_mode: Literal["none", "jwt", "iam"] = Field(
@@ -205,7 +205,8 @@ class Settings(BaseSettings):
     default_timezone: str = Field(
         "Asia/Shanghai",
         alias="AGENT_DEFAULT_TIMEZONE",
-        description="The IANA zone of users whose request and profile name none (days, sessions, time queries)",
+        description="The IANA zone of users whose request and profile name none (days, sessions, time queries); "
+        "an unknown zone is refused at start-up",
     )
     idle_timeout_minutes: int = Field(
         30, alias="AGENT_IDLE_TIMEOUT_MINUTES", description="Idle minutes after which a chat's session ends"
@@ -356,6 +357,28 @@ class Settings(BaseSettings):
                     f"{', '.join(FALLBACK_PROVIDERS)}"
                 )
         return value
+
+    @field_validator("default_timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        """Refused at start-up, not logged on each request that falls back to it."""
+        from agent_core.memory.calendar import known_zone
+
+        if not known_zone(value):
+            raise ValueError(f"{value!r} is not an IANA time zone name such as Asia/Shanghai, Europe/Paris or UTC")
+        return value
+
+    @model_validator(mode="after")
+    def _fallback_after_a_real_model(self) -> Settings:
+        """A fallback chain follows a provider's model: the offline model never fails, so nothing would reach it."""
+        if self.llm_fallback and self.effective_llm_provider == "offline":
+            raise ValueError(
+                "AGENT_LLM_FALLBACK needs a model provider to fall back from, and the primary is the offline model "
+                "(AGENT_LLM_PROVIDER=offline, or unset with no OPENAI_BASE_URL, OPENAI_API_KEY or "
+                "AGENT_LLM_API_KEY_SECRET): set AGENT_LLM_PROVIDER (openai, azure or bedrock) and AGENT_MODEL, or "
+                "unset AGENT_LLM_FALLBACK"
+            )
+        return self
 
     @model_validator(mode="after")
     def _dev_only(self) -> Settings:

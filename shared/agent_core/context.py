@@ -18,7 +18,7 @@ from agent_core.jobs.handlers import (
     ScheduledJob,
     ScheduledPass,
 )
-from agent_core.jobs.inprocess import InProcessWorkQueue, JobJournal
+from agent_core.jobs.inprocess import InProcessWorkQueue, JobJournal, counting
 from agent_core.jobs.report import JobReport
 from agent_core.jobs.responses import background_responses
 from agent_core.llm.base import LlmClient
@@ -60,9 +60,13 @@ class AppContext:
 
     async def run_scheduled(self, name: ScheduledJob, now: datetime, user_id: str | None = None) -> JobReport:
         """One scheduled pass at `now` (over `user_id`'s data only, if given), then the in-process work it
-        enqueued has finished (none when SQS takes it)."""
-        report = await self.schedules[name](self.deps, now, user_id)
+        enqueued has finished (none when SQS takes it). The report then says what that work did: `summarised`
+        counts the summaries its jobs wrote, `failed` also the jobs that failed."""
+        with counting() as done:
+            report = await self.schedules[name](self.deps, now, user_id)
         await self.background.join()
+        report.summarised += done.changed
+        report.failed += done.failed
         return report
 
 

@@ -139,14 +139,35 @@ def test_terminal_chat_streams_tools_asks_cancels_and_replays(server: str) -> No
         term.expect(r'answered: \{"answer": "coffee"\}')
         term.expect(rf"\(chat {chat_id}: ")
         term.expect(r"you> ")
-        # A server error is one readable line, and the session goes on
+        # A chat the server does not know is one readable line, and the session goes on in the open chat
         term.type("/open c_nosuchchat\r")
-        term.expect(r"error 404 chat_not_found: chat not found")
+        term.expect(rf"chat c_nosuchchat not found; staying in chat {chat_id}\n")
         term.expect(r"you> ")
         term.type("/quit\r")
     finally:
         status = term.wait()
     assert status == 0
+
+
+def test_terminal_chat_with_an_unknown_chat_says_so_and_starts_a_new_one(server: str) -> None:
+    """`agent-core chat --chat <unknown id>` once printed a 404 and went on in a new chat without saying so."""
+    term = Terminal(["-m", "agent_core.cli", "chat", "--url", server, "--token", "tty-unknown", "--chat", "c_gone"])
+    try:
+        term.expect(r"agent-core chat on ")
+        term.expect(r"chat c_gone not found; starting a new chat\n")
+        term.expect(r"you> ")
+        term.type("hello\r")
+        term.expect(r"\[offline model\] You said: hello")
+        term.expect(r"you> ")
+        term.type("/chats\r")  # the new chat, current (marked *), not c_gone
+        term.expect(r"\* (c_\w+) .*hello")
+        term.expect(r"you> ")
+        term.type("/quit\r")
+    finally:
+        status = term.wait()
+    assert status == 0
+    assert "c_gone" not in term.seen[term.seen.index("starting a new chat") :]
+    assert "error 404" not in term.seen
 
 
 def test_terminal_chat_takes_a_url_without_its_scheme_and_prints_whole_file_links(server: str) -> None:

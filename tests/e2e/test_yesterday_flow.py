@@ -70,9 +70,11 @@ def test_with_the_offline_model_the_recall_answer_quotes_yesterdays_summary() ->
     with local_server(**env) as (base, _process), httpx.Client(base_url=base, timeout=60) as client:
         chat_id = _query(client, "我想四月去京都看樱花。", "2026-01-07T10:00:00+08:00")[0]["chatId"]
         _query(client, "预算大概八千元。", "2026-01-07T10:02:00+08:00", chat_id)
-        client.post("/api/dev/jobs/idle-sessions", headers={"X-Agent-Now": "2026-01-07T11:00:00+08:00"})
+        idle = client.post("/api/dev/jobs/idle-sessions", headers={"X-Agent-Now": "2026-01-07T11:00:00+08:00"})
         daily = client.post("/api/dev/jobs/daily-summary", headers={"X-Agent-Now": "2026-01-08T00:30:00+08:00"})
-        assert daily.json()["report"]["enqueued"] == 1
+        # Each answers once its work is done, and says what it did: one summary written each (not `summarised: 0`)
+        assert idle.json()["report"]["enqueued"] == 1 and idle.json()["report"]["summarised"] == 1
+        assert daily.json()["report"]["enqueued"] == 1 and daily.json()["report"]["summarised"] == 1
         events = _query(client, "昨天我们聊了什么？", "2026-01-08T09:00:00+08:00")
     answer = "".join(e["delta"] for e in events if e["type"] == "content.delta")
     route = next(e for e in events if e["type"] == "run.route")

@@ -185,3 +185,27 @@ async def test_a_run_started_in_the_past_can_still_be_cancelled() -> None:
     async with _client(ctx) as client:
         answer = await client.post("/api/ap/cancel", json={"runId": holding.run.run_id})
     assert answer.json() == {"accepted": True, "runId": holding.run.run_id, "status": "cancelling"}
+
+
+# ----- one rule for a time given as text -----
+
+
+async def test_x_agent_now_and_jobs_now_refuse_a_time_without_an_offset_alike(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`agent-core jobs --now 2026-01-07T11:00:00` was once taken as UTC silently while X-Agent-Now refused it."""
+    from agent_core.cli import main
+
+    naive = "2026-01-07T11:00:00"
+    async with _client(_dev_context()) as client:
+        answer = await client.post("/api/dev/jobs/idle-sessions", headers={"X-Agent-Now": naive})
+    assert answer.status_code == 422
+    error = answer.json()["error"]
+    assert error["code"] == "invalid_request" and error["param"] == "X-Agent-Now"
+    with pytest.raises(SystemExit) as refused:  # argparse refuses before any settings or storage are read
+        main(["jobs", "idle-sessions", "--now", naive])
+    assert refused.value.code == 2
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    expected = f"'{naive}' has no UTC offset; expected ISO 8601 with a UTC offset, e.g. 2026-01-07T11:00:00+08:00"
+    assert expected in error["message"] and expected in said
+    assert said.startswith("agent-core jobs idle-sessions: error: argument --now:")

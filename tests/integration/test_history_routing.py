@@ -95,7 +95,7 @@ async def test_before_is_answered_from_the_recent_days(openai_stub: OpenAiStub, 
     assert next(e for e in events if e["type"] == "run.route")["mode"] == "time_query"
     assert len(openai_stub.requests) == before + 1 and offered(openai_stub.requests[-1]) == []
     prompt = _records_prompt(openai_stub)
-    assert "2026-01-01 to 2026-01-08" in prompt
+    assert "2026-01-02 to 2026-01-08" in prompt  # the last 7 days, today included
     assert "用户计划去京都看樱花。" in prompt and "布洛芬缓释胶囊" in prompt
     assert_grammar(events)
 

@@ -407,10 +407,11 @@ class HandledJobs(list[Job]):
     def context(self, settings: Settings, **kwargs: Any) -> AppContext:
         return self.watch(build_context(settings, job_handlers=dict.fromkeys(JOB_HANDLERS, self._record), **kwargs))
 
-    async def _record(self, deps: RunDeps, job: Job) -> None:
+    async def _record(self, deps: RunDeps, job: Job) -> bool:
         assert self._joined is not None
         await self._joined.wait()
         self.append(job)
+        return True  # as a handler that wrote its summary
 
 
 @pytest.fixture
@@ -440,7 +441,7 @@ async def test_dev_routes_run_the_job_at_x_agent_now_and_wait_for_its_work(
             "enqueued": 1,
             "skipped": 2,
             "details": {"closed": 1},
-            "summarised": 0,
+            "summarised": 1,  # the summary the enqueued job wrote: what the waiting was for
             "failed": 0,
             "job_run_id": "",
         },

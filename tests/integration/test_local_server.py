@@ -210,3 +210,35 @@ def test_port_0_serves_on_a_free_port_and_the_banner_names_it() -> None:
         finally:
             process.terminate()
             process.communicate(timeout=10)
+
+
+def test_serve_on_aws_storage_it_cannot_reach_says_so_in_one_line_and_no_banner() -> None:
+    """`AGENT_STORAGE=aws agent-core serve` without credentials once printed the banner, then uvicorn's
+    "Application startup failed" traceback."""
+    import os
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_", "AWS_"))}
+    env |= {
+        "AGENT_STORAGE": "aws",
+        "AGENT_LLM_PROVIDER": "offline",
+        "AGENT_STORE_WRITE_ATTEMPTS": "1",
+        "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+        "AWS_CONFIG_FILE": "/nonexistent",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_MAX_ATTEMPTS": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "agent_core.cli", "serve", "--port", "0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert done.stdout == "", "no 'listening on' banner before the failure"
+    assert "Traceback" not in done.stderr and "startup failed" not in done.stderr, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("agent-core serve: AGENT_STORAGE=aws: the table agent-core-local could not be read")
+    assert "Unable to locate credentials" in line and "AGENT_TABLE_NAME" in line and "region" in line

@@ -68,10 +68,12 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     ),
     "memory_embedding_dimensions": ("256", 256),  # 64-3072
     "memory_recall_min_similarity": ("0.35", 0.35),  # a cosine, 0-1
+    "default_timezone": ("Europe/Paris", "Europe/Paris"),
 }
 
 # Settings that are valid only with another one (the clock override is a dev-stage feature).
-COMPANIONS = {"allow_clock_override": {"AGENT_STAGE": "dev"}}
+# A fallback chain follows a provider's model, never the offline one.
+COMPANIONS = {"allow_clock_override": {"AGENT_STAGE": "dev"}, "llm_fallback": {"AGENT_LLM_PROVIDER": "bedrock"}}
 
 
 @pytest.mark.parametrize("name", sorted(Settings.model_fields))
@@ -127,6 +129,7 @@ def test_an_empty_environment_gives_the_defaults(clean_env: pytest.MonkeyPatch) 
 def test_the_fallback_chain_splits_each_entry_on_its_first_colon(
     clean_env: pytest.MonkeyPatch, raw: str, expected: list[tuple[str, str]]
 ) -> None:
+    clean_env.setenv("AGENT_LLM_PROVIDER", "bedrock")
     clean_env.setenv("AGENT_LLM_FALLBACK", raw)
     assert Settings().fallback_chain() == expected
 
@@ -138,3 +141,36 @@ def test_a_fallback_entry_without_a_known_provider_and_a_model_is_refused(
     clean_env.setenv("AGENT_LLM_FALLBACK", raw)
     with pytest.raises(ValueError, match="AGENT_LLM_FALLBACK"):
         Settings()
+
+
+@pytest.mark.parametrize("primary", [{"AGENT_LLM_PROVIDER": "offline"}, {}])
+def test_a_fallback_chain_after_the_offline_model_is_refused_at_start_up(
+    clean_env: pytest.MonkeyPatch, primary: dict[str, str]
+) -> None:
+    """Once accepted and never used: the offline model never fails, so no call reached the chain."""
+    for name, value in {**primary, "AGENT_LLM_FALLBACK": "openai:gpt-4.1-mini"}.items():
+        clean_env.setenv(name, value)
+    with pytest.raises(ValueError, match="AGENT_LLM_FALLBACK needs a model provider to fall back from") as refused:
+        Settings()
+    assert "set AGENT_LLM_PROVIDER" in str(refused.value)
+    if not primary:  # a key makes the primary OpenAI-compatible: the chain follows it
+        clean_env.setenv("OPENAI_API_KEY", "sk-x")
+        assert Settings().fallback_chain() == [("openai", "gpt-4.1-mini")]
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus", "Asia/Shangai", "America", ""])
+def test_an_unknown_default_timezone_is_refused_at_start_up_naming_the_setting(
+    clean_env: pytest.MonkeyPatch, zone: str
+) -> None:
+    """Once only a warning logged on each request, while the server started anyway."""
+    from pydantic import ValidationError
+
+    from agent_core.cli import invalid_configuration
+
+    clean_env.setenv("AGENT_DEFAULT_TIMEZONE", zone)
+    with pytest.raises(ValidationError) as refused:
+        Settings()
+    assert invalid_configuration(refused.value) == (
+        f"agent-core: invalid configuration: AGENT_DEFAULT_TIMEZONE: {zone!r} is not an IANA time zone name such "
+        "as Asia/Shanghai, Europe/Paris or UTC (docs/settings.md)"
+    )

@@ -71,12 +71,12 @@ RELATIVE_CASES: list[tuple[str, int, int]] = [
     ("上个月我们聊过什么", -31, -1),
     ("上月说了什么", -31, -1),
     ("what did we talk about last month", -31, -1),
-    ("最近两天聊了什么", -2, 0),
-    ("what have we talked about in the last 3 days", -3, 0),
+    ("最近两天聊了什么", -1, 0),  # the last N days: N days through today
+    ("what have we talked about in the last 3 days", -2, 0),
     ("昨天和前天聊了什么", -2, -1),
     ("上週聊過什麼", -7, -1),
     ("昨天聊過什麼", -1, -1),
-    ("過去三天我們聊過什麼", -3, 0),
+    ("過去三天我們聊過什麼", -2, 0),
 ]
 
 
@@ -275,7 +275,7 @@ def test_before_with_no_day_named_is_the_last_seven_days_through_today(message: 
         today = local_today(zone)
         found = detect(message, zone, NOW)
         assert found is not None and not found.latest
-        assert (found.start, found.end) == (today - timedelta(days=7), today)
+        assert (found.start, found.end) == (today - timedelta(days=6), today)  # 7 days, today included
 
 
 @pytest.mark.parametrize("message", ["上次说了什么", "上一次我们聊了什么？", "what did we discuss last time"])

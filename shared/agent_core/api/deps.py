@@ -10,6 +10,7 @@ from fastapi import Request
 from agent_core.api.auth import resolve_user
 from agent_core.api.gateway import public_base_url
 from agent_core.context import AppContext
+from agent_core.domain.instant import NotAnInstant, parse_instant
 from agent_core.errors import AgentError, InvalidRequest
 from agent_core.memory.calendar import valid_zone
 
@@ -56,12 +57,9 @@ def request_now(request: Request) -> datetime | None:
             param="X-Agent-Now",
         )
     try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError as exc:
-        raise InvalidRequest("X-Agent-Now must be ISO 8601", param="X-Agent-Now") from exc
-    if parsed.tzinfo is None:
-        raise InvalidRequest("X-Agent-Now needs a UTC offset", param="X-Agent-Now")
-    return parsed
+        return parse_instant(value)
+    except NotAnInstant as exc:
+        raise InvalidRequest(f"X-Agent-Now: {exc}", param="X-Agent-Now") from None
 
 
 def link_base(request: Request) -> str:

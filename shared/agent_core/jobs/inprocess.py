@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Protocol
 
 from agent_core.domain.jobs import Job, JobHandler
@@ -19,6 +23,28 @@ class JobJournal(Protocol):
     async def done(self, entry: int) -> None: ...
 
     async def pending(self) -> list[tuple[int, Job, float]]: ...
+
+
+@dataclass
+class WorkDone:
+    """What the jobs enqueued within `counting()` did once they ran (jobs they enqueued in turn included)."""
+
+    changed: int = 0  # jobs whose handler wrote something (a summary): it returned True
+    failed: int = 0  # jobs that raised
+
+
+_counting: ContextVar[WorkDone | None] = ContextVar("agent_core_work_done", default=None)
+
+
+@contextmanager
+def counting() -> Iterator[WorkDone]:
+    """Count the outcomes of the jobs enqueued within (a job's task keeps the context it was started in)."""
+    done = WorkDone()
+    token = _counting.set(done)
+    try:
+        yield done
+    finally:
+        _counting.reset(token)
 
 
 class InProcessWorkQueue:
@@ -78,15 +104,20 @@ class InProcessWorkQueue:
         if delay_s:
             await asyncio.sleep(delay_s)
         handler = self._served()
+        done = _counting.get()
         try:
             if job.job_run_id:
                 with traced(job.job_run_id, jobKind=job.kind):
-                    await handler(job)
+                    outcome = await handler(job)
             else:
-                await handler(job)
+                outcome = await handler(job)
             self.completed += 1
+            if done is not None and outcome is True:
+                done.changed += 1
         except Exception:
             self.failed += 1
+            if done is not None:
+                done.failed += 1
             logger.exception("job failed", extra={"job": job.model_dump()})
         # Not in a `finally`: a job cancelled by a stop stays journalled and runs at the next start.
         if entry is not None and self._journal is not None:

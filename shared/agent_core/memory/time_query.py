@@ -16,7 +16,7 @@ Time meanings (``today`` is the local date; ranges are inclusive):
 - 今天/今日/今早/今晚/today/tonight/this morning: today; 昨天/昨日/昨晚/yesterday/last night: -1;
   前天/"the day before yesterday": -2; 大前天: -3.
 - N天前 / "N days ago" (digits, 一..十 with 两, one..twelve, "a day ago"): today - N.
-- 最近N天/过去N天/这N天/"the last N days": today - N .. today.
+- 最近N天/过去N天/这N天/"the last N days": N days through today (today - (N-1) .. today).
 - 上周/上星期/上礼拜/"last week"/"past week": the 7 days ending yesterday (today-7 .. today-1);
   上上周: the 7 days before that (today-14 .. today-8).
 - 这周/本周/"this week": Monday of this week .. today.
@@ -43,7 +43,7 @@ Vague times, only when no day is named:
 - 上次/上一次/上回/"last time": the most recent day with records among the 30 days before today
   (`TimeRange.latest`; the lookup picks that day). Today is left out: it holds the question itself.
 - 之前/以前/先前/此前/"before"/"earlier"/"previously"/"so far": the last 7 days through today
-  (today-7 .. today), like 最近7天.
+  (today-6 .. today), like 最近7天.
 Traditional characters (聊過, 上週, 這個月, ...) are read like their simplified forms.
 """
 
@@ -275,7 +275,7 @@ def _n_days_ago(match: re.Match[str], today: date) -> Span | None:
 
 def _last_n_days(match: re.Match[str], today: date) -> Span | None:
     n = _to_int(match["n"])
-    return None if n is None or n < 1 else (today - timedelta(days=n), today)
+    return None if n is None or n < 1 else (today - timedelta(days=n - 1), today)
 
 
 def _last_week(_match: re.Match[str], today: date) -> Span:
@@ -499,7 +499,7 @@ def _vague_time(text: str, today: date) -> TimeRange | None:
         phrase = text[match.start() : match.end()].strip()
         if latest:
             return TimeRange(today - timedelta(days=LAST_TIME_DAYS), today - timedelta(days=1), phrase, latest=True)
-        return TimeRange(today - timedelta(days=RECENT_DAYS), today, phrase)
+        return TimeRange(today - timedelta(days=RECENT_DAYS - 1), today, phrase)
     return None
 
 
