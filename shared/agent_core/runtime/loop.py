@@ -60,6 +60,7 @@ from agent_core.runtime.toolset import Toolset, build_toolset
 from agent_core.runtime.turn import PreparedTurn
 from agent_core.tools.base import ToolContext
 from agent_core.tools.service import ToolExecution
+from agent_core.tracing import traced_run
 
 T = TypeVar("T")
 DISCONNECTED = "client_disconnected"
@@ -115,6 +116,7 @@ class TurnRunner:
             self.snapshot.feed(envelope)
         return envelopes
 
+    @traced_run  # the run's `invoke_agent` span (agent_core/tracing.py)
     async def events(self) -> AsyncIterator[Envelope]:
         turn, run = self.turn, self.run
         self.cancel.start()
