@@ -28,6 +28,10 @@ from agent_core.jobs.worker import process_batch
 from agent_core.store.memory_table import MemoryTable
 from tests.support.fake_llm import Reply, ScriptedLlm
 from tests.support.fixtures import make_settings
+from tests.support.openai_stub import OpenAiStub, StubScript
+from tests.support.server import serve
+from tests.support.sse import query
+from tests.support.wait import poll_until
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
@@ -233,3 +237,51 @@ async def test_an_sqs_message_carries_the_trace_to_the_worker(spans: InMemorySpa
     [job] = [s for s in finished if s.kind == SpanKind.CONSUMER]
     assert _parent(send) == request.get_span_context().span_id
     assert _parent(job) == send.context.span_id and job.context.trace_id == request.get_span_context().trace_id
+
+
+def test_a_streamed_turn_through_the_openai_adapter_is_one_trace(
+    spans: InMemorySpanExporter, openai_stub: OpenAiStub
+) -> None:
+    """Over real HTTP and SSE, with the openai SDK against the loopback stub: the stream's consumer and the run
+    are different frames, and the spans still nest (each step of the run runs with the run's span current)."""
+    settings = make_settings(
+        AGENT_LLM_PROVIDER="openai",
+        OPENAI_BASE_URL=openai_stub.base_url,
+        OPENAI_API_KEY="sk-t",
+        AGENT_OTEL_ENABLED="true",
+    )
+    context = build_context(settings, table=MemoryTable(), audit=lambda line: None)
+    openai_stub.enqueue(
+        StubScript.tool_calls(
+            [
+                {"id": "call_a", "name": "time", "arguments": {"timezone": "Asia/Shanghai"}},
+                {"id": "call_b", "name": "time", "arguments": {"timezone": "Europe/Paris"}},
+            ]
+        ),
+        StubScript.text("Both ", "times."),
+    )
+    with (
+        serve(build_app(*routes.local, context=context)) as base,
+        httpx.Client(base_url=base, headers={"X-User-Id": "bob"}, timeout=30) as client,
+    ):
+        events = query(client, {"message": "two zones"}, traceparent=TRACEPARENT)
+        finished = poll_until(
+            lambda: [s for s in spans.get_finished_spans() if s.kind == SpanKind.SERVER] and spans.get_finished_spans(),
+            "the request span ended",
+        )
+    assert {format(s.context.trace_id, "032x") for s in finished} == {TRACE_ID}
+    [request] = [s for s in finished if s.kind == SpanKind.SERVER]
+    [run] = _by_operation(finished, "invoke_agent")
+    assert request in _ancestors(run, finished) and run.attributes["user.id"] == "bob"
+    assert run.attributes["gen_ai.conversation.id"] == events[0]["chatId"]
+    tools = _by_operation(finished, "execute_tool")
+    assert sorted(t.attributes["gen_ai.tool.call.id"] for t in tools) == ["call_a", "call_b"]
+    chats = _by_operation(finished, "chat")
+    assert all(_parent(s) == run.context.span_id for s in [*tools, *chats]) and len(chats) == 2
+    assert {c.attributes["gen_ai.provider.name"] for c in chats} == {"openai"}
+    [complete] = [e for e in events if e["type"] == "run.complete"]
+    usage = {"input_tokens": complete["usage"]["promptTokens"], "output_tokens": complete["usage"]["completionTokens"]}
+    assert usage == {"input_tokens": 20 + 11, "output_tokens": 9 + 7}  # the stub's two answers
+    for name, value in usage.items():
+        assert run.attributes[f"gen_ai.usage.{name}"] == value
+        assert sum(int(c.attributes[f"gen_ai.usage.{name}"]) for c in chats) == value
