@@ -15,10 +15,11 @@ import httpx
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+from agent_core import lambda_entry
 from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
@@ -50,6 +51,8 @@ class _Switched(SimpleSpanProcessor):
 
 
 SWITCH = _Switched(EXPORTER)
+# What a Lambda function's provider holds: a batch processor, exporting on its own only every hour here.
+BATCHED = InMemorySpanExporter()
 
 # What each operation's span must carry (the conventions' required and conditionally required attributes
 # that apply here, plus what this project promises: the conversation and the user on the run).
@@ -87,8 +90,10 @@ def spans() -> Iterator[InMemorySpanExporter]:
         trace.set_tracer_provider(provider)
     if not getattr(provider, "_agent_core_test_exporter", False):
         provider.add_span_processor(SWITCH)
+        provider.add_span_processor(BatchSpanProcessor(BATCHED, schedule_delay_millis=3_600_000))
         provider._agent_core_test_exporter = True  # type: ignore[attr-defined]
     EXPORTER.clear()
+    BATCHED.clear()
     SWITCH.on = True
     yield EXPORTER
     SWITCH.on = False  # the other tests of this process record nothing
@@ -285,3 +290,18 @@ def test_a_streamed_turn_through_the_openai_adapter_is_one_trace(
     for name, value in usage.items():
         assert run.attributes[f"gen_ai.usage.{name}"] == value
         assert sum(int(c.attributes[f"gen_ai.usage.{name}"]) for c in chats) == value
+
+
+def test_a_lambda_invocation_exports_its_spans_before_it_returns(spans: InMemorySpanExporter) -> None:
+    """Nothing runs once a Lambda invocation returns: the worker's entry flushes the batch processor."""
+    context = _context(ScriptedLlm())
+    body = dump_job(stamped(CompactJob(chat_id="c_missing", model="m")))
+    trace.get_tracer_provider().force_flush()  # type: ignore[attr-defined]  # earlier tests' spans
+    BATCHED.clear()
+    event = {"Records": [{"messageId": "1", "body": body, "attributes": {}, "eventSource": "aws:sqs"}]}
+    lambda_entry.use(context)
+    try:
+        assert lambda_entry.handle_sqs(event) == {"batchItemFailures": []}
+    finally:
+        lambda_entry.use(None)
+    assert [s.name for s in BATCHED.get_finished_spans() if s.kind == SpanKind.CONSUMER] == ["process agent-core.jobs"]
