@@ -12,6 +12,7 @@ Message contents go on spans only with AGENT_OTEL_CAPTURE_CONTENT.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import os
@@ -141,7 +142,7 @@ async def within(span: Span, events: AsyncIterator[T]) -> AsyncIterator[T]:
 
 
 def _failed(span: Span, exc: BaseException) -> None:
-    if isinstance(exc, GeneratorExit):
+    if isinstance(exc, GeneratorExit | asyncio.CancelledError):  # a consumer that left: not a failure
         return
     span.set_attribute(ERROR_TYPE, getattr(exc, "code", None) or type(exc).__qualname__)
     span.set_status(StatusCode.ERROR, str(exc)[:200])
@@ -196,7 +197,11 @@ async def _run_events(runner: Any, events: AsyncIterator[T]) -> AsyncIterator[T]
             yield item
         span.set_attributes(_usage_attributes(runner.outcome.usage))
         span.set_attribute(FINISH_REASONS, [runner.finish_reason])
-        span.set_attribute("agent_core.run.status", str(getattr(run.status, "value", run.status)))
+        status = str(getattr(run.status, "value", run.status))
+        span.set_attribute("agent_core.run.status", status)
+        if status == "failed":  # the run ended with run.error (its events end normally)
+            span.set_attribute(ERROR_TYPE, run.error_code or "error")
+            span.set_status(StatusCode.ERROR, run.error_message or "")
     except BaseException as exc:
         _failed(span, exc)
         raise

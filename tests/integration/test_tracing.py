@@ -24,6 +24,7 @@ from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.domain.jobs import CompactJob, dump_job, parse_job
+from agent_core.errors import LlmUnavailable
 from agent_core.jobs.job_run import stamped
 from agent_core.jobs.worker import process_batch
 from agent_core.store.memory_table import MemoryTable
@@ -305,3 +306,16 @@ def test_a_lambda_invocation_exports_its_spans_before_it_returns(spans: InMemory
     finally:
         lambda_entry.use(None)
     assert [s.name for s in BATCHED.get_finished_spans() if s.kind == SpanKind.CONSUMER] == ["process agent-core.jobs"]
+
+
+async def test_a_failed_model_call_marks_its_span_and_the_run(spans: InMemorySpanExporter) -> None:
+    llm = ScriptedLlm(Reply(error=LlmUnavailable("LLM request failed: 500 after 3 retries")))
+    async with _client(_context(llm)) as client:
+        cid = (await client.post("/api/v1/conversations", json={"title": "t"})).json()["conversationId"]
+        response = await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "hello"})
+    assert response.status_code == 502
+    finished = spans.get_finished_spans()
+    [run], [chat] = _by_operation(finished, "invoke_agent"), _by_operation(finished, "chat")
+    for span in (run, chat):
+        assert span.status.status_code == StatusCode.ERROR and span.attributes["error.type"] == "llm_unavailable"
+    assert run.attributes["agent_core.run.status"] == "failed"
