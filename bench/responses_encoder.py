@@ -20,13 +20,13 @@ from agent_core.api.sse import sse_message
 from agent_core.context import build_context
 from agent_core.domain.models import Usage
 from agent_core.llm.base import LlmDelta, LlmRequest
-from agent_core.openai_api.aggregate import response_object
-from agent_core.openai_api.encoder import ResponsesEncoder
-from agent_core.openai_api.request import ResponseCreate
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
 from agent_core.store.memory_table import MemoryTable
+from agent_core.wires.responses.aggregate import response_object
+from agent_core.wires.responses.encoder import ResponsesEncoder
+from agent_core.wires.responses.request import ResponseCreate
 from bench.common import make_settings, percentile, quiet_observability
 
 DELTAS = 2000
@@ -61,7 +61,7 @@ def responses() -> tuple[Encode, ResponsesEncoder]:
     opening = [*encoder.created(), *encoder.in_progress()]  # sent before the run's first event
 
     def encode(envelope: Envelope) -> list[bytes]:
-        events = encoder.feed(envelope)
+        events = encoder.encode(envelope)
         if opening:
             events, opening[:] = [*opening, *events], []
         return [sse_message(e, event=e["type"]).encode() for e in events]

@@ -12,10 +12,10 @@ import time
 from typing import Any
 
 from agent_core.api.sse import sse_message
-from agent_core.openai_api.chat_completions_encoder import ChatCompletionsEncoder
-from agent_core.protocol.ag_ui import AgUiEncoder, event_json
-from agent_core.protocol.ui_stream import UiStreamEncoder
 from agent_core.runtime.envelope import Envelope
+from agent_core.wires.ag_ui import AgUiEncoder, event_json
+from agent_core.wires.chat_completions.encoder import ChatCompletionsEncoder
+from agent_core.wires.ui_stream import UiStreamEncoder
 from bench.common import quiet_observability
 from bench.responses_encoder import DELTAS, ROUNDS, Encode, _run, _summary, native
 
@@ -27,7 +27,7 @@ def chat_completions() -> Encode:
     opening = encoder.opening()
 
     def encode(envelope: Envelope) -> list[bytes]:
-        chunks = encoder.feed(envelope)
+        chunks = encoder.encode(envelope)
         if opening:
             chunks, opening[:] = [*opening, *chunks], []
         return [sse_message(c).encode() for c in chunks]
@@ -40,7 +40,7 @@ def ui_stream() -> Encode:
     opening = encoder.opening()
 
     def encode(envelope: Envelope) -> list[bytes]:
-        parts = encoder.feed(envelope)
+        parts = encoder.encode(envelope)
         if opening:
             parts, opening[:] = [*opening, *parts], []
         return [sse_message(p).encode() for p in parts]
@@ -53,7 +53,7 @@ def ag_ui() -> Encode:
     opening = encoder.opening()
 
     def encode(envelope: Envelope) -> list[bytes]:
-        events = encoder.feed(envelope)
+        events = encoder.encode(envelope)
         if opening:
             events, opening[:] = [*opening, *events], []
         return [sse_message(event_json(e)).encode() for e in events]

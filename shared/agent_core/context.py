@@ -13,7 +13,6 @@ from agent_core.domain.jobs import ResponseJob, WorkQueue
 from agent_core.jobs.handlers import (
     JOB_HANDLERS,
     SCHEDULED_PASSES,
-    Handler,
     HandlerMap,
     JobRunner,
     ScheduledJob,
@@ -21,14 +20,15 @@ from agent_core.jobs.handlers import (
 )
 from agent_core.jobs.inprocess import InProcessWorkQueue, JobJournal
 from agent_core.jobs.report import JobReport
+from agent_core.jobs.responses import background_responses
 from agent_core.llm.base import LlmClient
-from agent_core.openai_api.store import ResponseStore
 from agent_core.runtime.agents import catalog
 from agent_core.store.aws_client import boto_client
 from agent_core.store.base import Store
 from agent_core.store.blob import BlobStore
 from agent_core.store.memory_blob import MemoryBlobStore
 from agent_core.store.memory_table import MemoryTable
+from agent_core.store.responses import ResponseStore
 from agent_core.store.table import Table
 from agent_core.store.table_store import TableStore
 from agent_core.tools.builtin.http_get import HttpGetTool
@@ -127,18 +127,6 @@ def provider_llm(settings: Settings, provider: str) -> LlmClient:
     return OpenAiLlmClient(settings)
 
 
-def _background_responses(responses: ResponseStore) -> Handler:
-    """The handler of background /v1/responses runs (imported on first use: functions that never run one skip it;
-    the runtime never imports the OpenAI API)."""
-
-    async def run(deps: RunDeps, job: ResponseJob) -> None:
-        from agent_core.openai_api.execution import run_queued
-
-        await run_queued(deps, responses, job.response_id)
-
-    return run
-
-
 def build_context(
     settings: Settings,
     *,
@@ -166,7 +154,7 @@ def build_context(
         llm = traced_llm(llm, settings.effective_llm_provider)
     responses = ResponseStore(table, blobs)
     if job_handlers is None:
-        job_handlers = {**JOB_HANDLERS, ResponseJob: _background_responses(responses)}
+        job_handlers = {**JOB_HANDLERS, ResponseJob: background_responses(responses)}
     background = InProcessWorkQueue(journal)
     work_queue: WorkQueue = background
     if settings.in_lambda and settings.work_queue_url:

@@ -15,7 +15,7 @@ import pytest
 from starlette.types import Message
 
 from agent_core.domain.models import Role, RunStatus
-from agent_core.openai_api.client_turn import client_chat_id
+from agent_core.wires.client_turn import client_chat_id
 from tests.faults.harness import USER, Harness
 
 QUESTION = "are you there?"

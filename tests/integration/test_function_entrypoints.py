@@ -73,15 +73,15 @@ def test_submit_and_data_import_neither_openai_nor_mcp() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_the_chat_function_loads_none_of_the_openai_api_but_its_store() -> None:
-    """The Responses routes, encoders and execution are the stream function's; the composition root builds
-    the ResponseStore for every function."""
+def test_the_chat_function_loads_no_wire() -> None:
+    """The wires (Responses, Chat Completions, AG-UI, UI stream, their encoders and execution) are the stream
+    function's; the composition root builds the ResponseStore (a store module) for every function."""
     code = (
         "import sys, functions.chat.handler;"
-        "print(sorted(m for m in sys.modules if m.startswith('agent_core.openai_api')))"
+        "print(sorted(m for m in sys.modules if m.startswith(('agent_core.wires', 'agent_core.store.responses'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['agent_core.openai_api', 'agent_core.openai_api.store']"
+    assert out.stdout.strip() == "['agent_core.store.responses']"
 
 
 class _Subsegment:

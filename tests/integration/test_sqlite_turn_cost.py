@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ from agent_core.runtime.blocking import run_blocking
 from agent_core.runtime.turn import TurnRequest
 from agent_core.store.item_size import item_size
 from agent_core.store.schema import PK, SK
-from agent_core.store.sqlite_db import SqliteDatabase
+from agent_core.store.sqlite_db import SqliteDatabase, WouldBlock
 from agent_core.store.sqlite_table import SqliteTable
 from tests.support.fake_llm import ScriptedLlm
 from tests.support.fixtures import make_settings
@@ -97,6 +98,22 @@ async def test_a_plain_turn_makes_two_write_transactions_few_reads_and_no_thread
     assert trace.off_loop() == []
 
 
+def _gives_up_on_the_loop(db: SqliteDatabase) -> asyncio.Event:
+    """Set when an operation's attempt on the loop's thread gives up (WouldBlock) to wait in a worker."""
+    gave_up = asyncio.Event()
+    attempt = db.attempt
+
+    def watched(fn: Any, *args: Any) -> Any:
+        try:
+            return attempt(fn, *args)
+        except WouldBlock:
+            gave_up.set()
+            raise
+
+    db.attempt = watched  # type: ignore[method-assign]
+    return gave_up
+
+
 async def test_a_write_waits_in_a_worker_while_another_thread_holds_the_write_lock(
     traced: tuple[SqliteDatabase, Trace],
 ) -> None:
@@ -112,10 +129,11 @@ async def test_a_write_waits_in_a_worker_while_another_thread_holds_the_write_lo
     holder = threading.Thread(target=hold)
     holder.start()
     await asyncio.to_thread(holding.wait)
+    gave_up = _gives_up_on_the_loop(db)
     put = asyncio.create_task(table.put({PK: "P", SK: "a", "v": 1}))
-    # The loop is not blocked (this test keeps running) and the put cannot finish while the lock is held.
-    for _ in range(20):
-        await asyncio.sleep(0.005)
+    # The put gave up on the loop without waiting (the loop runs on: this test keeps running) and waits for the
+    # lock in a worker: it cannot finish while the lock is held.
+    await asyncio.wait_for(gave_up.wait(), HOLD_AT_MOST_S / 2)
     assert not put.done()
     assert await table.get({PK: "P", SK: "a"}) is None  # reads go on meanwhile
     release.set()
@@ -147,9 +165,9 @@ async def test_a_write_waits_in_a_worker_while_another_process_holds_the_file(tm
     holder.start()
     try:
         await asyncio.to_thread(holding.wait)
+        gave_up = _gives_up_on_the_loop(db)
         put = asyncio.create_task(table.put({PK: "P", SK: "b", "v": 2}))
-        for _ in range(20):
-            await asyncio.sleep(0.005)
+        await asyncio.wait_for(gave_up.wait(), HOLD_AT_MOST_S / 2)
         assert not put.done()
         release.set()
         await put

@@ -10,7 +10,7 @@ import openai
 import pytest
 
 from agent_core.context import AppContext
-from agent_core.openai_api.client_turn import client_chat_id
+from agent_core.wires.client_turn import client_chat_id
 from tests.support.openai_stub import OpenAiStub
 
 TOO_MANY = 129

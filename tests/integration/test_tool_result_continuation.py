@@ -16,8 +16,8 @@ from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.domain.models import Message, Role
-from agent_core.openai_api.client_turn import client_chat_id
 from agent_core.store.memory_table import MemoryTable
+from agent_core.wires.client_turn import client_chat_id
 from tests.support.bedrock_stub import BedrockScript, BedrockStub
 from tests.support.fixtures import make_settings
 from tests.support.openai_stub import OpenAiStub, StubScript

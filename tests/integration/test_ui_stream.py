@@ -17,7 +17,7 @@ import pytest
 
 from agent_core.context import AppContext
 from agent_core.domain.models import Role
-from agent_core.openai_api.client_turn import client_chat_id
+from agent_core.wires.client_turn import client_chat_id
 from tests.support.openai_stub import OpenAiStub, StubScript
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
+import pytest
+
 import agent_core
 
 PACKAGE = Path(agent_core.__file__).parent
@@ -150,3 +152,106 @@ def test_no_type_checking_block_or_function_level_import_in_the_runtime() -> Non
             elif isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in top and any(_targets(node)):
                 found.append(f"{module}:{node.lineno} function-level import of {', '.join(_targets(node))}")
     assert found == []
+
+
+WIRES = "agent_core.wires"
+API = "agent_core.api"
+# The wires any wire may build on: the encoder base, the input items, the turn planner, the client's tools.
+SHARED_WIRE = {f"{WIRES}.{name}" for name in ("encoder", "input", "turn", "client_tools", "client_turn")} | {WIRES}
+BELOW_THE_WIRES = ("runtime", "tools", "memory", "llm", "store", "domain", "jobs.handlers", "container", "context")
+
+
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(f"{package}.")
+
+
+def _wire_of(module: str) -> str | None:
+    """The wire a module belongs to (`agent_core.wires.responses`, `agent_core.wires.ag_ui`...), None for the
+    shared modules and outside the wires."""
+    if not _in(module, WIRES) or module in SHARED_WIRE:
+        return None
+    return ".".join(module.split(".")[:3])
+
+
+def wire_rule_breaks(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Every import that breaks the wire seam's rules, by rule (counting deferred and TYPE_CHECKING imports).
+
+    - the wires never import the HTTP layer (`api` imports them, never the other way round);
+    - nothing below the wires (runtime, tools, memory, llm, store, domain, the job map, the container, the
+      composition root) imports a wire or `api`;
+    - the shared wire modules import no wire, and a UI wire (native, AG-UI, UI stream) imports no other wire:
+      they plan through `wires/turn.py`, not the Responses package (Chat Completions builds on Responses).
+    """
+    breaks: dict[str, list[str]] = {"wires -> api": [], "below -> wires/api": [], "wire -> wire": []}
+    below = tuple(f"agent_core.{name}" for name in BELOW_THE_WIRES)
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            edge = f"{module} -> {target}"
+            if _in(module, WIRES) and _in(target, API):
+                breaks["wires -> api"].append(edge)
+            if any(_in(module, b) for b in below) and (_in(target, WIRES) or _in(target, API)):
+                breaks["below -> wires/api"].append(edge)
+            source_wire, target_wire = _wire_of(module), _wire_of(target)
+            crossing = target_wire is not None and source_wire != target_wire and _in(module, WIRES)
+            on_responses = (source_wire, target_wire) == (f"{WIRES}.chat_completions", f"{WIRES}.responses")
+            if crossing and not on_responses:
+                breaks["wire -> wire"].append(edge)
+    return {rule: edges for rule, edges in breaks.items() if edges}
+
+
+def test_the_wire_seam_holds() -> None:
+    assert wire_rule_breaks(full_import_graph()) == {}
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "rule"),
+    [
+        ("agent_core.wires.responses.encoder", "agent_core.api.sse", "wires -> api"),
+        ("agent_core.wires.encoder", "agent_core.api.deps", "wires -> api"),
+        ("agent_core.context", "agent_core.wires.responses.execution", "below -> wires/api"),
+        ("agent_core.runtime.loop", "agent_core.wires.native", "below -> wires/api"),
+        ("agent_core.store.responses", "agent_core.api.routes.responses", "below -> wires/api"),
+        ("agent_core.wires.client_turn", "agent_core.wires.responses.plan", "wire -> wire"),
+        ("agent_core.wires.ag_ui", "agent_core.wires.responses.request", "wire -> wire"),
+        ("agent_core.wires.turn", "agent_core.wires.chat_completions.request", "wire -> wire"),
+    ],
+)
+def test_the_seam_check_finds_a_broken_rule(source: str, target: str, rule: str) -> None:
+    graph = full_import_graph()
+    graph[source] = graph[source] | {target}
+    assert f"{source} -> {target}" in wire_rule_breaks(graph).get(rule, [])
+
+
+KEY_ATTRIBUTES = {"PK", "SK"}
+
+
+def _literal_keys(module: str) -> list[str]:
+    """Dicts keyed by PK/SK whose value is a string literal or an f-string: a table key derived in place."""
+    found = []
+    for node in ast.walk(_tree(module)):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                literal = isinstance(value, ast.JoinedStr) or (
+                    isinstance(value, ast.Constant) and isinstance(value.value, str)
+                )
+                if isinstance(key, ast.Name) and key.id in KEY_ATTRIBUTES and literal:
+                    found.append(f"{module}:{node.lineno}")
+    return found
+
+
+def test_every_table_key_is_built_in_store_items() -> None:
+    """`store/items.py` holds the key layout; everyone else asks it for a key (or copies one read back)."""
+    assert [hit for m in sorted(MODULES) if m != "agent_core.store.items" for hit in _literal_keys(m)] == []
+
+
+def test_the_key_check_finds_a_key_built_elsewhere() -> None:
+    assert _literal_keys("agent_core.store.items") != []  # where keys are built, it sees them
+
+
+def test_the_runtime_and_the_native_wire_do_not_import_the_openai_api() -> None:
+    """The OpenAI-compatible wires depend on the runtime as `api` does, never the other way round."""
+    graph = import_graph()
+    below = [m for m in graph if m.startswith(("agent_core.runtime", "agent_core.store", "agent_core.wires.native"))]
+    openai = ("agent_core.wires.responses", "agent_core.wires.chat_completions")
+    found = {m: sorted(t for t in graph[m] if t.startswith(openai)) for m in below}
+    assert {m: targets for m, targets in found.items() if targets} == {}

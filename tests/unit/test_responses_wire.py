@@ -30,9 +30,9 @@ from agent_core.domain.events import (
     ToolResult,
     ToolStart,
 )
-from agent_core.openai_api.aggregate import response_object
-from agent_core.openai_api.encoder import ResponsesEncoder, replay_events
-from agent_core.openai_api.request import ResponseCreate
+from agent_core.wires.responses.aggregate import response_object
+from agent_core.wires.responses.encoder import ResponsesEncoder, replay_events
+from agent_core.wires.responses.request import ResponseCreate
 from tests.support.openai_wire import unknown_fields, validate_response, validate_stream_event
 
 USAGE = {"promptTokens": 11, "completionTokens": 7}
@@ -122,7 +122,7 @@ def _stream(events: list[Event]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     encoder = _encoder()
     wire = [*encoder.created(), *encoder.in_progress()]
     for event in events:
-        wire += encoder.feed(event)
+        wire += encoder.encode(event)
     return wire, encoder.aggregator.snapshot()
 
 

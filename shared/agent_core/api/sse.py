@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from typing import Any, TypeVar
 
 import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -28,7 +28,9 @@ from starlette.types import Receive, Scope, Send
 
 from agent_core.context import AppContext
 from agent_core.runtime.cancel import SERVER_STOPPING, CancelRegistry
+from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.pending import HeldTurn
+from agent_core.wires.encoder import SseData, WireEncoder, encoded
 
 PING_INTERVAL_S = 15.0
 # A client that takes no byte of a message (or ping) for this long has stalled: the response ends as if it
@@ -40,6 +42,7 @@ SHUTDOWN_GRACE_S = 5.0
 LINE_END = "\n"
 PING = ServerSentEvent(comment="ping", sep=LINE_END)  # `: ping\n\n`; clients skip comment lines
 Messages = AsyncGenerator[ServerSentEvent, None]  # what a route streams
+F = TypeVar("F")
 
 
 def sse_message(data: Mapping[str, Any] | str, event: str | None = None) -> ServerSentEvent:
@@ -122,3 +125,34 @@ def sse_response(
 ) -> EventStream:
     """The response streaming `messages` (see the module's docstring); `turn` when it holds a chat's lease."""
     return EventStream(_then_drained(ctx, messages), headers=headers, turn=turn, cancels=ctx.deps.cancels)
+
+
+def stream_frames(
+    ctx: AppContext,
+    frames: AsyncGenerator[F, None],
+    sse: Callable[[F], SseData],
+    *,
+    turn: HeldTurn | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> EventStream:
+    """The one way a route streams a wire: each frame as the SSE message `sse` makes of it."""
+
+    async def messages() -> Messages:
+        async with contextlib.aclosing(frames) as source:
+            async for frame in source:
+                data, event = sse(frame)
+                yield sse_message(data, event)
+
+    return sse_response(ctx, messages(), turn=turn, headers=headers)
+
+
+def stream_run(
+    ctx: AppContext,
+    encoder: WireEncoder[F],
+    envelopes: AsyncIterator[Envelope],
+    *,
+    turn: HeldTurn | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> EventStream:
+    """A run's events through a wire's encoder (`wires.encoder.encoded`), streamed."""
+    return stream_frames(ctx, encoded(encoder, envelopes), encoder.sse, turn=turn, headers=headers)

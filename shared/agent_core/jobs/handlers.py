@@ -33,7 +33,8 @@ JOB_HANDLERS: HandlerMap = {
     ProfileJob: extract_profile,
     DailySummaryJob: summarize_day,
 }
-"""The jobs of this package. `ResponseJob` (a background /v1/responses run) is added by the composition root."""
+"""The jobs of this package. `ResponseJob` (a background /v1/responses run, jobs/responses.py) is added by the
+composition root, bound to its ResponseStore."""
 
 
 class UnknownJob(LookupError):

@@ -129,6 +129,26 @@ def daymark_key(user_id: str, date: str) -> Key:
     return {PK: user_pk(user_id), SK: f"DAYMARK#{date}"}
 
 
+def response_key(response_id: str) -> Key:
+    """A stored /v1/responses Response (store/responses.py)."""
+    return {PK: f"RESP#{response_id}", SK: META}
+
+
+def response_id_of(item: Item) -> str:
+    """The response id a stored Response's key holds."""
+    return str(item[PK]).removeprefix("RESP#")
+
+
+def conversation_key(chat_id: str) -> Key:
+    """The OpenAI metadata of a conversation (our chat), beside the chat's META: deleted with the chat."""
+    return {PK: chat_pk(chat_id), SK: "OPENAI#CONVERSATION"}
+
+
+def idempotency_key(user_id: str, key: str) -> Key:
+    """A user's `Idempotency-Key` claim for a response id."""
+    return {PK: user_pk(user_id), SK: f"IDEMPOTENCY#{key}"}
+
+
 # ----- shapes -----
 
 

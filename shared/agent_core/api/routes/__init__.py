@@ -20,15 +20,14 @@ if TYPE_CHECKING:
     playground_routes: tuple[APIRouter, ...]
     local: tuple[APIRouter, ...]
 
-_OPENAI = "agent_core.openai_api.routes"  # a module path with a dot is absolute, one without is a sibling
 _GROUPS: dict[str, tuple[str, ...]] = {
     "chat": ("conversations", "history", "agents", "profile"),
     "stream_routes": (
         "stream",
         "chat_stream",
-        f"{_OPENAI}.responses",
-        f"{_OPENAI}.conversations",
-        f"{_OPENAI}.chat_completions",
+        "responses",
+        "openai_conversations",
+        "chat_completions",
         "ui_stream",
         "ag_ui",
     ),
@@ -48,6 +47,6 @@ def __getattr__(name: str) -> Any:
     modules = _GROUPS.get(name)
     if modules is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    group = tuple(import_module(m if "." in m else f"{__name__}.{m}").router for m in modules)
+    group = tuple(import_module(f"{__name__}.{m}").router for m in modules)
     globals()[name] = group
     return group

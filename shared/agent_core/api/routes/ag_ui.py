@@ -9,7 +9,6 @@ run's input continues the conversation.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Annotated, Any, cast
 
 from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
@@ -17,13 +16,13 @@ from fastapi import APIRouter, Depends, Path, Request
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import EventStreamResponse, error_responses
-from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
+from agent_core.api.sse import EventStream, stream_run
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
-from agent_core.openai_api.client_turn import start_client_turn
-from agent_core.openai_api.request import function_tools
-from agent_core.protocol.ag_ui import AgUiEncoder, event_json
 from agent_core.runtime.pending import PendingTurn
+from agent_core.wires.ag_ui import AgUiEncoder
+from agent_core.wires.client_turn import start_client_turn
+from agent_core.wires.input import function_tools
 
 router = APIRouter(prefix="/api", tags=["ag-ui"], responses=error_responses(400, 401, 404, 409, 413, 422))
 
@@ -66,7 +65,6 @@ async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx
     tools = function_tools(body.tools or [])
     prepared = await start_client_turn(
         ctx.deps,
-        ctx.responses,
         user,
         client_id=body.thread_id,
         input_items=_new_input(body),
@@ -77,16 +75,7 @@ async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx
     )
     turn_events = PendingTurn(prepared)
     encoder = AgUiEncoder(body.thread_id, body.run_id, client_tools=frozenset(t.name for t in tools))
-
-    async def stream() -> Messages:
-        for event in encoder.opening():
-            yield sse_message(event_json(event))
-        async with contextlib.aclosing(turn_events.events()) as envelopes:
-            async for envelope in envelopes:
-                for event in encoder.feed(envelope):
-                    yield sse_message(event_json(event))
-
-    return sse_response(ctx, stream(), turn=turn_events)
+    return stream_run(ctx, encoder, turn_events.events(), turn=turn_events)
 
 
 @router.post("/ag-ui", response_class=EventStreamResponse)

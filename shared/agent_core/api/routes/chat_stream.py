@@ -15,7 +15,7 @@ from pydantic import Field, StrictInt
 from agent_core.api.deps import app_context, current_user
 from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.schemas import Body, RequestBody
-from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
+from agent_core.api.sse import EventStream, stream_run
 from agent_core.context import AppContext
 from agent_core.domain.models import Role
 from agent_core.domain.text import utf8_size
@@ -25,6 +25,7 @@ from agent_core.runtime.ephemeral import ephemeral_deps, seed_chat
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn, validate_message
 from agent_core.tools.registry import ToolRegistry
+from agent_core.wires.native import NativeEncoder
 
 router = APIRouter(prefix="/api/chat", tags=["chain"], responses=error_responses(401, 413, 422))
 
@@ -98,10 +99,4 @@ async def chain_stream(
     request = TurnRequest(user_id=user, chat_id=chat.chat_id, message=body.messages[-1].content)
     prepared = await prepare_turn(deps, request)
     assert isinstance(prepared, PreparedTurn)
-    runner = TurnRunner(prepared)
-
-    async def stream() -> Messages:
-        async for envelope in runner.events():
-            yield sse_message(envelope.wire())
-
-    return sse_response(ctx, stream())
+    return stream_run(ctx, NativeEncoder(), TurnRunner(prepared).events())

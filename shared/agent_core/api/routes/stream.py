@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
+from collections.abc import AsyncGenerator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Request
@@ -12,12 +12,13 @@ from pydantic import Field
 from agent_core.api.deps import app_context, current_user, link_base, request_now, request_timezone
 from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.schemas import ChatId, RequestBody
-from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
+from agent_core.api.sse import EventStream, stream_frames, stream_run
 from agent_core.context import AppContext
 from agent_core.domain.models import TurnResult
 from agent_core.errors import NotFound
 from agent_core.runtime.pending import PendingTurn
 from agent_core.runtime.turn import TurnRequest, prepare_turn
+from agent_core.wires.native import NativeEncoder, native_sse
 
 router = APIRouter(prefix="/api/ap", tags=["stream"], responses=error_responses(401, 413, 422))
 
@@ -37,21 +38,19 @@ class CancelIn(RequestBody):
     run_id: str = Field(min_length=1, max_length=64)
 
 
-def _replayed(ctx: AppContext, result: TurnResult) -> Messages:
+def _replayed(ctx: AppContext, result: TurnResult) -> AsyncGenerator[dict[str, Any], None]:
     """A retried request that already completed: its run again, from the stored replay snapshot."""
 
-    async def events() -> Messages:
+    async def events() -> AsyncGenerator[dict[str, Any], None]:
         run = None
         if result.chat_id and result.run_id:
             run = await ctx.deps.store.get_run(result.chat_id, result.run_id)
         snapshot = (run.snapshot if run is not None else None) or []
         snapshot = ctx.deps.data_links.refresh(snapshot, result.chat_id or "")  # its links signed afresh
         for entry in snapshot:
-            yield sse_message(entry)
+            yield entry
         if not snapshot:
-            yield sse_message(
-                {"type": "run.complete", "requestId": result.request_id, "finishReason": result.finish_reason}
-            )
+            yield {"type": "run.complete", "requestId": result.request_id, "finishReason": result.finish_reason}
 
     return events()
 
@@ -77,15 +76,9 @@ async def query(
     # Everything that answers with an HTTP status (404, 409, 422, 413) happens before the stream starts.
     prepared = await prepare_turn(ctx.deps, turn)
     if isinstance(prepared, TurnResult):
-        return sse_response(ctx, _replayed(ctx, prepared))
+        return stream_frames(ctx, _replayed(ctx, prepared), native_sse)
     turn_events = PendingTurn(prepared)
-
-    async def stream() -> Messages:
-        async with contextlib.aclosing(turn_events.events()) as envelopes:
-            async for envelope in envelopes:
-                yield sse_message(envelope.wire())
-
-    return sse_response(ctx, stream(), turn=turn_events)
+    return stream_run(ctx, NativeEncoder(), turn_events.events(), turn=turn_events)
 
 
 @router.post("/cancel", responses=error_responses(404))

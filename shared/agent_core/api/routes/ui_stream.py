@@ -8,7 +8,6 @@ run continues from that output.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from typing import Annotated, Any, Literal, cast
 
@@ -17,13 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import EventStreamResponse, error_responses
-from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
+from agent_core.api.sse import EventStream, stream_run
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
-from agent_core.openai_api.client_turn import start_client_turn
-from agent_core.openai_api.request import function_tools
-from agent_core.protocol.ui_stream import DONE, HEADERS, UiStreamEncoder
 from agent_core.runtime.pending import PendingTurn
+from agent_core.wires.client_turn import start_client_turn
+from agent_core.wires.input import function_tools
+from agent_core.wires.ui_stream import HEADERS, UiStreamEncoder
 
 router = APIRouter(prefix="/api", tags=["ui stream"], responses=error_responses(400, 401, 404, 409, 413, 422))
 
@@ -114,7 +113,6 @@ async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) ->
     tools = function_tools(body.tools or [])
     prepared = await start_client_turn(
         ctx.deps,
-        ctx.responses,
         user,
         client_id=body.id,
         input_items=_new_input(body),
@@ -124,14 +122,4 @@ async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) ->
     )
     turn_events = PendingTurn(prepared)
     encoder = UiStreamEncoder(f"msg_{prepared.run.run_id}", client_tools=frozenset(t.name for t in tools))
-
-    async def stream() -> Messages:
-        for part in encoder.opening():
-            yield sse_message(part)
-        async with contextlib.aclosing(turn_events.events()) as envelopes:
-            async for envelope in envelopes:
-                for part in encoder.feed(envelope):
-                    yield sse_message(part)
-        yield sse_message(DONE)
-
-    return sse_response(ctx, stream(), turn=turn_events, headers=HEADERS)
+    return stream_run(ctx, encoder, turn_events.events(), turn=turn_events, headers=HEADERS)

@@ -1,4 +1,4 @@
-"""The AG-UI encoder: native run events -> AG-UI events (the `ag-ui-protocol` package's models).
+"""The AG-UI wire's encoder: native run events -> AG-UI events (the `ag-ui-protocol` package's models).
 
 RUN_STARTED first; text as TEXT_MESSAGE_START/CONTENT/END; reasoning as REASONING_START, a reasoning
 message (START/CONTENT/END) and REASONING_END; every tool call as TOOL_CALL_START/ARGS/END, with
@@ -27,13 +27,13 @@ from agent_core.domain.events import (
     ReasoningStart,
     RunCancel,
     RunComplete,
-    RunError,
     ToolArgs,
     ToolEnd,
     ToolResult,
     ToolStart,
 )
 from agent_core.runtime.envelope import Envelope
+from agent_core.wires.encoder import OpenCall, SseData, Terminal, WireEncoderBase
 
 
 def event_json(event: ag.BaseEvent) -> str:
@@ -45,22 +45,18 @@ def _content(result: Any) -> str:
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
 
 
-class AgUiEncoder:
+class AgUiEncoder(WireEncoderBase[ag.BaseEvent]):
     """Stateful translation for one AG-UI run."""
 
     def __init__(self, thread_id: str, run_id: str, *, client_tools: frozenset[str] = frozenset()) -> None:
+        super().__init__()
         self.thread_id, self.run_id = thread_id, run_id
         self.client_tools = client_tools
-        self._server_calls: set[str] = set()
-        self.closed = False
 
     def opening(self) -> list[ag.BaseEvent]:
         return [ag.RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id)]
 
-    def feed(self, envelope: Envelope | Event) -> list[ag.BaseEvent]:
-        event = envelope.event if isinstance(envelope, Envelope) else envelope
-        if self.closed:
-            return []
+    def frames(self, event: Event, envelope: Envelope | Event) -> list[ag.BaseEvent]:
         match event:
             case ContentStart(content_id=native):
                 return [ag.TextMessageStartEvent(message_id=native, role="assistant")]
@@ -75,33 +71,42 @@ class AgUiEncoder:
             case ReasoningEnd(reasoning_id=native):
                 return [ag.ReasoningMessageEndEvent(message_id=native), ag.ReasoningEndEvent(message_id=native)]
             case ToolStart(tool_id=native, tool_name=name) | ActionStart(action_id=native, action_name=name):
-                if name not in self.client_tools:
-                    self._server_calls.add(native)
                 return [ag.ToolCallStartEvent(tool_call_id=native, tool_call_name=name)]
             case ToolArgs(tool_id=native, delta=delta) | ActionArgs(action_id=native, delta=delta):
                 return [ag.ToolCallArgsEvent(tool_call_id=native, delta=delta)] if delta else []
             case ToolEnd(tool_id=native) | ActionEnd(action_id=native):
+                call = self.calls.get(native)
+                if call is not None and call.name in self.client_tools:  # the client answers it in its next run
+                    self.calls.done(native)
                 return [ag.ToolCallEndEvent(tool_call_id=native)]
             case ToolResult(tool_id=native, result=result, status=status, reason=reason):
                 outcome = result if status == "ok" else {"status": status, "reason": reason or status, "result": result}
                 return self._result(native, outcome)
             case ActionResult(action_id=native, result=result):
                 return self._result(native, result)
-            case RunComplete():
-                self.closed = True
-                return [ag.RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id)]
-            case RunCancel():
-                self.closed = True
-                return [ag.RunErrorEvent(message="the run was cancelled", code="cancelled")]
-            case RunError(code=code, message=message):
-                self.closed = True
-                return [ag.RunErrorEvent(message=message, code=code)]
         return []
 
+    def close_call(self, call: OpenCall, terminal: Terminal) -> list[ag.BaseEvent]:
+        """A call whose arguments were cut off gets its TOOL_CALL_END; one awaiting its result gets none (the
+        RUN_ERROR after it says why)."""
+        return [] if call.ended else [ag.ToolCallEndEvent(tool_call_id=call.native_id)]
+
+    def terminal(
+        self, terminal: Terminal, closing: list[ag.BaseEvent], envelope: Envelope | Event
+    ) -> list[ag.BaseEvent]:
+        match terminal:
+            case RunComplete():
+                return [*closing, ag.RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id)]
+            case RunCancel():
+                return [*closing, ag.RunErrorEvent(message="the run was cancelled", code="cancelled")]
+        return [*closing, ag.RunErrorEvent(message=terminal.message, code=terminal.code)]
+
+    def sse(self, frame: Any) -> SseData:
+        return event_json(frame), None
+
     def _result(self, native: str, result: Any) -> list[ag.BaseEvent]:
-        if native not in self._server_calls:
+        if self.calls.done(native) is None:  # not a server call (or already answered)
             return []
-        self._server_calls.discard(native)
         event = ag.ToolCallResultEvent(
             message_id=f"{native}-result", tool_call_id=native, content=_content(result), role="tool"
         )

@@ -16,13 +16,15 @@ from agent_core.container import RunDeps
 from agent_core.domain.events import RunError
 from agent_core.errors import AgentError
 from agent_core.observability import logger
-from agent_core.openai_api.encoder import ResponsesEncoder
-from agent_core.openai_api.plan import ResponsePlan, open_turn, plan_response
-from agent_core.openai_api.request import ResponseCreate
-from agent_core.openai_api.store import ResponseRecord, ResponseStore
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import DISCONNECTED, TurnRunner
 from agent_core.runtime.turn import PreparedTurn, release_failed_run, release_unstarted_turn
+from agent_core.store.responses import ResponseRecord, ResponseStore
+from agent_core.wires.encoder import encoded
+from agent_core.wires.responses.encoder import ResponsesEncoder
+from agent_core.wires.responses.plan import ResponsePlan, plan_response
+from agent_core.wires.responses.request import ResponseCreate
+from agent_core.wires.turn import open_turn
 
 Wire = dict[str, Any]
 Emit = Callable[[Wire], None]
@@ -49,20 +51,24 @@ class ResponseRun:
         if self.cancel_at_start:
             self.prepared.deps.cancels.signal(self.prepared.run.run_id)
         try:
-            envelopes = cast(AsyncGenerator[Envelope, None], runner.events())
-            async with contextlib.aclosing(envelopes):
-                async for envelope in envelopes:
-                    if isinstance(envelope.event, RunError):
-                        self.error = envelope.event
-                    for event in self.encoder.feed(envelope):
-                        yield event
+            # A consumer that goes away ends the encoder as cancelled (the run was cancelled under it).
+            async with contextlib.aclosing(encoded(self.encoder, self._watched(runner))) as events:
+                async for event in events:
+                    yield event
         finally:
-            if not self.encoder.closed:  # the consumer went away: the run was cancelled under it
-                self.encoder.cancel()
             try:
                 await asyncio.shield(self._save())
             finally:
                 self.ended.set()
+
+    async def _watched(self, runner: TurnRunner) -> AsyncGenerator[Envelope, None]:
+        """The run's envelopes; its run.error kept (a blocking response answers with its status)."""
+        envelopes = cast(AsyncGenerator[Envelope, None], runner.events())
+        async with contextlib.aclosing(envelopes):
+            async for envelope in envelopes:
+                if isinstance(envelope.event, RunError):
+                    self.error = envelope.event
+                yield envelope
 
     async def streamed(self) -> AsyncGenerator[Wire, None]:
         """A foreground stream: `response.created`, `response.in_progress`, then the run."""

@@ -3,8 +3,9 @@
 The client's chat id (useChat's `id`, AG-UI's `threadId`) maps to a persisted chat of the caller: its
 chat id is derived from the caller and the client's id, so two users' equal ids never meet and a chat
 is only ever read through its owner. The server's history is authoritative: only the new input (the
-user's message, or the outputs of the client's tools) is taken from the request. Planning and the turn
-are the Responses API's (`plan_response`, `open_turn`): the same limits, governance and agent tools.
+user's message, or the outputs of the client's tools) is taken from the request. The input is read and the
+turn planned and opened as every wire's (`wires/input.py`, `wires/turn.py`): the same limits, governance and
+agent tools as the Responses API, without going through it.
 """
 
 from __future__ import annotations
@@ -14,13 +15,19 @@ from datetime import datetime
 from typing import Any
 
 from agent_core.container import RunDeps
-from agent_core.domain.ids import now_ms
+from agent_core.domain.ids import now_ms, sortable_id
 from agent_core.domain.models import Chat, Role
 from agent_core.errors import AgentError
-from agent_core.openai_api.plan import open_turn, plan_response
-from agent_core.openai_api.request import FunctionToolParam, check_outputs, response_request
-from agent_core.openai_api.store import ResponseStore
 from agent_core.runtime.turn import PreparedTurn, chat_name
+from agent_core.wires.input import (
+    FunctionToolParam,
+    check_item_count,
+    check_outputs,
+    check_unique_tools,
+    parse_input,
+    turn_input,
+)
+from agent_core.wires.turn import open_turn, plan_turn
 
 PENDING_WINDOW = 20  # recent messages read to find the calls a client owes
 
@@ -45,7 +52,6 @@ def client_chat_id(user_id: str, client_id: str) -> str:
 
 async def start_client_turn(
     deps: RunDeps,
-    responses: ResponseStore,
     user_id: str,
     *,
     client_id: str,
@@ -62,7 +68,7 @@ async def start_client_turn(
     about the input names `input_param` (the client's field) as its param.
     """
     try:
-        return await _start(deps, responses, user_id, client_id, input_items, agent_key, tools, now, public_base_url)
+        return await _start(deps, user_id, client_id, input_items, agent_key, tools, now, public_base_url)
     except AgentError as error:
         if error.param and error.param.startswith("input"):
             error.param = input_param
@@ -71,7 +77,6 @@ async def start_client_turn(
 
 async def _start(
     deps: RunDeps,
-    responses: ResponseStore,
     user_id: str,
     client_id: str,
     input_items: list[dict[str, Any]],
@@ -80,11 +85,26 @@ async def _start(
     now: datetime | None,
     public_base_url: str,
 ) -> PreparedTurn:
-    body = response_request(input=input_items, tools=tools or [], store=True)  # 4xx before any read
+    given = turn_input(input=input_items, tools=tools or [])  # 4xx before any read
     chat_id = client_chat_id(user_id, client_id)
     chat = await deps.store.get_chat(chat_id, user_id)
-    body.model = chat.agent_key if chat is not None else deps.agents.get(agent_key).key
-    plan = await plan_response(deps, responses, body, user_id, now=now, public_base_url=public_base_url)
+    agent = chat.agent_key if chat is not None else deps.agents.get(agent_key).key
+    settings = deps.settings
+    check_item_count(given.input, settings.max_input_items)
+    check_unique_tools(given.tools)
+    parsed = parse_input(given.input, sortable_id(), settings.max_message_bytes)
+    parsed.split()
+    plan = plan_turn(
+        deps,
+        user_id,
+        parsed=parsed,
+        chat=None,
+        model=agent,
+        tools=given.tools,
+        stored=True,
+        now=now,
+        public_base_url=public_base_url,
+    )
     if tools or plan.parsed.outputs:
         # The calls the last run handed to the client are answered exactly (as /v1/responses requires).
         check_outputs(await _pending_calls(deps, chat) if chat is not None else [], plan.parsed)

@@ -32,9 +32,10 @@ from agent_core.domain.events import (
     ToolResult,
     ToolStart,
 )
-from agent_core.openai_api.aggregate import ResponseAggregator, usage_object
-from agent_core.openai_api.items import mcp_names
 from agent_core.runtime.envelope import Envelope
+from agent_core.wires.encoder import OpenCall, SseData, Terminal, WireEncoderBase
+from agent_core.wires.responses.aggregate import ResponseAggregator, usage_object
+from agent_core.wires.responses.items import mcp_names
 
 Wire = dict[str, Any]
 
@@ -46,12 +47,13 @@ class _Item:
     id: str
 
 
-class ResponsesEncoder:
+class ResponsesEncoder(WireEncoderBase[Wire]):
     """Stateful translation for one response; `aggregator.snapshot()` is the Response so far."""
 
     def __init__(
         self, response: Wire, *, client_tools: frozenset[str] = frozenset(), server_label: str = "agent"
     ) -> None:
+        super().__init__()
         self.aggregator = ResponseAggregator(response)
         self.client_tools = client_tools
         self.server_label = server_label
@@ -59,10 +61,6 @@ class ResponsesEncoder:
         self._seq = 0
         self._open: dict[str, _Item] = {}  # native id (contentId, toolId, ...) -> its output item
         self._next = 0
-
-    @property
-    def closed(self) -> bool:
-        return self.aggregator.terminal is not None
 
     # ----- stamping -----
 
@@ -85,11 +83,8 @@ class ResponsesEncoder:
     def in_progress(self) -> list[Wire]:
         return [self._lifecycle("response.in_progress", status="in_progress")]
 
-    def feed(self, envelope: Envelope | Event) -> list[Wire]:
+    def frames(self, event: Event, envelope: Envelope | Event) -> list[Wire]:
         """The Responses events for one native event (none for events without a Responses meaning)."""
-        event = envelope.event if isinstance(envelope, Envelope) else envelope
-        if self.closed:
-            return []
         match event:
             case ContentDelta(content_id=native, delta=delta) | ReasoningDelta(reasoning_id=native, delta=delta):
                 return self._text_delta(native, delta)
@@ -109,27 +104,50 @@ class ResponsesEncoder:
                 return self._result(native, result, status, reason)
             case ActionResult(action_id=native, result=result):
                 return self._result(native, result, "ok", None)
-            case RunComplete(finish_reason=finish_reason, usage=usage):
-                return self._complete(finish_reason, usage)
-            case RunError(code=code, message=message):
-                return self.fail(code, message)
-            case RunCancel():
-                return self.cancel()
         return []
 
     def fail(self, code: str, message: str) -> list[Wire]:
         """The run failed: an `error` event, open items closed, then `response.failed`."""
-        events = [self._event("error", code=code, message=message, param=None)]
-        events += self._close_all()
-        error = {"code": "server_error", "message": f"[{code}] {message}"}
-        events.append(self._lifecycle("response.failed", status="failed", error=error, completed_at=_now()))
-        return events
+        return self.close(RunError(code=code, message=message))
 
     def cancel(self) -> list[Wire]:
         """Cancelled (by request or a client gone): what streamed so far stays, marked incomplete."""
-        events = self._close_all()
-        events.append(self._lifecycle("response.incomplete", status="cancelled", completed_at=_now()))
+        return self.close(RunCancel())
+
+    def ending(self, terminal: Terminal) -> list[Wire]:
+        if isinstance(terminal, RunError):
+            return [self._event("error", code=terminal.code, message=terminal.message, param=None)]
+        return []
+
+    def close_open(self, calls: list[OpenCall], terminal: Terminal) -> list[Wire]:
+        """Items still open when the run ends are closed as incomplete, in output order (calls and text)."""
+        by_id = {call.native_id: call for call in calls}
+        events: list[Wire] = []
+        for native_id, _ in sorted(self._open.items(), key=lambda entry: entry[1].index):
+            call = by_id.get(native_id)
+            events += self._close_text(native_id, "incomplete") if call is None else self.close_call(call, terminal)
         return events
+
+    def close_call(self, call: OpenCall, terminal: Terminal) -> list[Wire]:
+        opened = self._open.get(call.native_id)
+        if opened is None:
+            return []
+        if opened.kind == "function_call":
+            return self._args_done(call.native_id, "incomplete")
+        item = {**self.aggregator.item(opened.index), "status": "incomplete"}
+        return [self._done(call.native_id, item)]
+
+    def terminal(self, terminal: Terminal, closing: list[Wire], envelope: Envelope | Event) -> list[Wire]:
+        match terminal:
+            case RunComplete(finish_reason=finish_reason, usage=usage):
+                return [*closing, self._complete(finish_reason, usage)]
+            case RunError(code=code, message=message):
+                error = {"code": "server_error", "message": f"[{code}] {message}"}
+                return [*closing, self._lifecycle("response.failed", status="failed", error=error, completed_at=_now())]
+        return [*closing, self._lifecycle("response.incomplete", status="cancelled", completed_at=_now())]
+
+    def sse(self, frame: Any) -> SseData:
+        return sse(frame)
 
     # ----- items -----
 
@@ -143,6 +161,7 @@ class ResponsesEncoder:
 
     def _done(self, native_id: str, item: Wire) -> Wire:
         opened = self._open.pop(native_id)
+        self.calls.done(native_id)
         return self._event("response.output_item.done", output_index=opened.index, item=item)
 
     def _part(self, kind: str, text: str) -> Wire:
@@ -233,30 +252,19 @@ class ResponsesEncoder:
         events.append(self._done(native_id, item))
         return events
 
-    def _close_all(self) -> list[Wire]:
-        """Items still open when the run ends are closed as incomplete, in output order."""
-        events: list[Wire] = []
-        for native_id, opened in sorted(self._open.items(), key=lambda entry: entry[1].index):
-            if opened.kind in ("message", "reasoning"):
-                events += self._close_text(native_id, "incomplete")
-            elif opened.kind == "function_call":
-                events += self._args_done(native_id, "incomplete")
-            else:
-                item = {**self.aggregator.item(opened.index), "status": "incomplete"}
-                events.append(self._done(native_id, item))
-        return events
-
-    def _complete(self, finish_reason: str, usage: dict[str, int] | None) -> list[Wire]:
-        events = self._close_all()
+    def _complete(self, finish_reason: str, usage: dict[str, int] | None) -> Wire:
         done = {"usage": usage_object(usage), "completed_at": _now()}
         if finish_reason == "deadline":  # the turn's time budget ran out: what streamed so far is the answer
             # The API's reasons are a closed set: a cut-short answer is `max_output_tokens` (Chat Completions'
             # `length`), the one an SDK client already handles
             incomplete = {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}}
-            events.append(self._lifecycle("response.incomplete", **incomplete, **done))
-        else:
-            events.append(self._lifecycle("response.completed", status="completed", **done))
-        return events
+            return self._lifecycle("response.incomplete", **incomplete, **done)
+        return self._lifecycle("response.completed", status="completed", **done)
+
+
+def sse(event: Wire) -> SseData:
+    """A Responses event as `event: <type>` and `data: <json>`."""
+    return event, str(event["type"])
 
 
 def _failure(status: str, reason: str | None, result: Any) -> Wire:

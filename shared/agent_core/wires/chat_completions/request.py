@@ -13,7 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_core.errors import InvalidRequest
-from agent_core.openai_api.request import FunctionToolParam, ResponseCreate, ToolChoiceFunction, response_request
+from agent_core.wires.input import FunctionToolParam
+from agent_core.wires.responses.request import ResponseCreate, ToolChoiceFunction, response_request
 
 _MESSAGE_ROLES = frozenset({"system", "developer", "user", "assistant"})
 # Parameters this server cannot honour: sent with a non-default value they are refused (400), never ignored.

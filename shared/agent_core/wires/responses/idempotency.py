@@ -16,9 +16,10 @@ import re
 import time
 
 from agent_core.errors import InvalidRequest, RunInProgress
-from agent_core.openai_api.store import ACTIVE, RESPONSE_TTL_S, ResponseRecord, ResponseStore
-from agent_core.store.schema import PK, SK, TTL_ATTRIBUTE
-from agent_core.store.table import Condition, ConditionFailed, Item, Key, eq, not_exists
+from agent_core.store.items import idempotency_key as claim_key
+from agent_core.store.responses import ACTIVE, RESPONSE_TTL_S, ResponseRecord, ResponseStore
+from agent_core.store.schema import PK, TTL_ATTRIBUTE
+from agent_core.store.table import Condition, ConditionFailed, Item, eq, not_exists
 
 HEADER = "Idempotency-Key"
 MAX_KEY_CHARS = 200
@@ -39,10 +40,6 @@ def idempotency_key(value: str | None) -> str | None:
     return value
 
 
-def _key(user_id: str, key: str) -> Key:
-    return {PK: f"USER#{user_id}", SK: f"IDEMPOTENCY#{key}"}
-
-
 class IdempotencyKeys:
     """Claims of (user, key) for response ids, on the responses' table."""
 
@@ -57,7 +54,7 @@ class IdempotencyKeys:
         409 `run_in_progress` while the first attempt has claimed the key but not saved its Response yet."""
         now_ms = int(time.time() * 1000)
         item: Item = {
-            **_key(user_id, key),
+            **claim_key(user_id, key),
             "responseId": response_id,
             "claimedAt": now_ms,
             TTL_ATTRIBUTE: now_ms // 1000 + RESPONSE_TTL_S,
@@ -68,7 +65,7 @@ class IdempotencyKeys:
                 return None
             except ConditionFailed:
                 pass
-            earlier = await self._table.get(_key(user_id, key))
+            earlier = await self._table.get(claim_key(user_id, key))
             if earlier is None:
                 continue  # released meanwhile: claim again
             first_id = str(earlier["responseId"])
@@ -89,7 +86,7 @@ class IdempotencyKeys:
     async def release(self, user_id: str, key: str, response_id: str) -> None:
         """Free a claim whose attempt failed before saving its Response (its retry runs)."""
         try:
-            await self._table.delete(_key(user_id, key), Condition.of(eq("responseId", response_id)))
+            await self._table.delete(claim_key(user_id, key), Condition.of(eq("responseId", response_id)))
         except ConditionFailed:
             return
 

@@ -17,15 +17,17 @@ from typing import Any, cast
 from agent_core.container import RunDeps
 from agent_core.domain.ids import sortable_id
 from agent_core.errors import AgentError
-from agent_core.openai_api.chat_completions_encoder import ChatCompletionsEncoder
-from agent_core.openai_api.chat_completions_request import ChatCompletionCreate, as_response_request
-from agent_core.openai_api.client_tools import TunedLlm
-from agent_core.openai_api.plan import open_turn, plan_response
-from agent_core.openai_api.store import ResponseStore
 from agent_core.runtime.blocking import run_failure
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import PreparedTurn
+from agent_core.store.responses import ResponseStore
+from agent_core.wires.chat_completions.encoder import ChatCompletionsEncoder
+from agent_core.wires.chat_completions.request import ChatCompletionCreate, as_response_request
+from agent_core.wires.client_tools import TunedLlm
+from agent_core.wires.encoder import encoded
+from agent_core.wires.responses.plan import plan_response
+from agent_core.wires.turn import open_turn
 
 Wire = dict[str, Any]
 
@@ -37,15 +39,12 @@ class ChatCompletionRun:
     prepared: PreparedTurn
     encoder: ChatCompletionsEncoder
 
-    async def chunks(self) -> AsyncGenerator[Wire, None]:
-        """The role chunk, then the run's chunks; the last is the finish (and usage) chunk or an error."""
-        for chunk in self.encoder.opening():
-            yield chunk
+    async def chunks(self) -> AsyncGenerator[Wire | str, None]:
+        """The role chunk, then the run's chunks: the finish (and usage) chunk then `[DONE]`, or an error last."""
         envelopes = cast(AsyncGenerator[Envelope, None], TurnRunner(self.prepared).events())
-        async with contextlib.aclosing(envelopes):
-            async for envelope in envelopes:
-                for chunk in self.encoder.feed(envelope):
-                    yield chunk
+        async with contextlib.aclosing(encoded(self.encoder, envelopes)) as chunks:
+            async for chunk in chunks:
+                yield chunk
 
     async def completion(self) -> Wire:
         """Run to the end: the `chat.completion` object, or the run's error raised (an error status)."""

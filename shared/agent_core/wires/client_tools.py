@@ -1,4 +1,5 @@
-"""What a Responses request changes about a run: the client's function tools, the agent's tools, LLM options."""
+"""What a client's request changes about a run (every wire that takes input items): its function tools, the agent's
+tools, LLM options."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from agent_core.llm.base import LlmClient, LlmDelta, LlmRequest
-from agent_core.openai_api.request import FunctionToolParam
 from agent_core.runtime.agents import AgentDefinition, ToolRef
 from agent_core.tools.base import Tool, ToolContext, ToolFailure, ToolKind
 from agent_core.tools.registry import ToolRegistry
 from agent_core.tools.service import ToolService
+from agent_core.wires.input import FunctionToolParam
 
 
 class _SchemaArgs(BaseModel):
@@ -60,8 +61,8 @@ def with_client_tools(tools: ToolService, declared: list[Tool]) -> ToolService:
     return tools.scoped(registry, set(registry.names()))
 
 
-def responses_agent(agent: AgentDefinition, registry: ToolRegistry, client: list[Tool]) -> AgentDefinition:
-    """The agent as a Responses request runs it.
+def request_agent(agent: AgentDefinition, registry: ToolRegistry, client: list[Tool]) -> AgentDefinition:
+    """The agent as a client's request runs it (on any wire that takes input items).
 
     Its browser tools go (an API client cannot answer them); a client function replaces an agent tool of
     the same name; server-side tools (built-in, MCP, actions) stay.

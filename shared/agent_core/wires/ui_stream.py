@@ -1,4 +1,4 @@
-"""The Vercel AI SDK UI message stream encoder: native run events -> UI message chunks (one assistant message).
+"""The Vercel AI SDK UI message stream wire's encoder: native run events -> UI message chunks (one assistant message).
 
 SSE `data: <json>` per chunk, the response header `x-vercel-ai-ui-message-stream: v1`, and `data: [DONE]`
 last. Text and reasoning blocks keep their native ids; tool parts are `dynamic`. A call the server ran says
@@ -25,13 +25,13 @@ from agent_core.domain.events import (
     ReasoningStart,
     RunCancel,
     RunComplete,
-    RunError,
     ToolArgs,
     ToolEnd,
     ToolResult,
     ToolStart,
 )
 from agent_core.runtime.envelope import Envelope
+from agent_core.wires.encoder import OpenCall, SseData, Terminal, WireEncoderBase
 
 Wire = dict[str, Any]
 HEADERS = {"x-vercel-ai-ui-message-stream": "v1"}
@@ -49,22 +49,19 @@ def _input(arguments: str) -> Any:
         return arguments
 
 
-class UiStreamEncoder:
+class UiStreamEncoder(WireEncoderBase[Wire | str]):
     """Stateful translation for one assistant message."""
 
     def __init__(self, message_id: str, *, client_tools: frozenset[str] = frozenset()) -> None:
+        super().__init__()
         self.message_id = message_id
         self.client_tools = client_tools
-        self._calls: dict[str, tuple[str, list[str]]] = {}  # native id -> (tool name, argument pieces)
-        self.closed = False
+        self._pieces: dict[str, list[str]] = {}  # native id -> the call's argument pieces so far
 
-    def opening(self) -> list[Wire]:
+    def opening(self) -> list[Wire | str]:
         return [{"type": "start", "messageId": self.message_id}]
 
-    def feed(self, envelope: Envelope | Event) -> list[Wire]:
-        event = envelope.event if isinstance(envelope, Envelope) else envelope
-        if self.closed:
-            return []
+    def frames(self, event: Event, envelope: Envelope | Event) -> list[Wire | str]:
         match event:
             case ContentStart(content_id=native):
                 return [{"type": "text-start", "id": native}]
@@ -79,41 +76,59 @@ class UiStreamEncoder:
             case ReasoningEnd(reasoning_id=native):
                 return [{"type": "reasoning-end", "id": native}]
             case ToolStart(tool_id=native, tool_name=name) | ActionStart(action_id=native, action_name=name):
-                self._calls[native] = (name, [])
+                self._pieces[native] = []
                 return [{"type": "tool-input-start", "toolCallId": native, "toolName": name, **self._owner(name)}]
             case ToolArgs(tool_id=native, delta=delta) | ActionArgs(action_id=native, delta=delta):
-                if native not in self._calls or not delta:
+                if native not in self.calls or not delta:
                     return []
-                self._calls[native][1].append(delta)
+                self._pieces[native].append(delta)
                 return [{"type": "tool-input-delta", "toolCallId": native, "inputTextDelta": delta}]
             case ToolEnd(tool_id=native) | ActionEnd(action_id=native):
-                if native not in self._calls:
+                call = self.calls.get(native)
+                if call is None:
                     return []
-                name, pieces = self._calls[native]
-                available = {"toolCallId": native, "toolName": name, "input": _input("".join(pieces))}
-                return [{"type": "tool-input-available", **available, **self._owner(name)}]
+                available = {"toolCallId": native, "toolName": call.name, "input": self._input(native)}
+                return [{"type": "tool-input-available", **available, **self._owner(call.name)}]
             case ToolResult(tool_id=native, result=result, status=status, reason=reason):
                 return self._output(native, result, status, reason)
             case ActionResult(action_id=native, result=result):
                 return self._output(native, result, "ok", None)
-            case RunComplete(finish_reason=finish_reason):
-                self.closed = True
-                return [{"type": "finish", "finishReason": _FINISH.get(finish_reason, "other")}]
-            case RunCancel():
-                self.closed = True
-                return [{"type": "abort"}]
-            case RunError(code=code, message=message):
-                self.closed = True
-                return [{"type": "error", "errorText": f"[{code}] {message}"}]
         return []
+
+    def close_call(self, call: OpenCall, terminal: Terminal) -> list[Wire | str]:
+        """A call whose input was cut off ends as `tool-input-error`; one awaiting its output gets nothing (the
+        `error` or `abort` after it says why)."""
+        if call.ended:
+            return []
+        where = {"toolCallId": call.native_id, "toolName": call.name, "input": self._input(call.native_id)}
+        text = "the run was cancelled" if isinstance(terminal, RunCancel) else "the run failed"
+        return [{"type": "tool-input-error", **where, "errorText": text, **self._owner(call.name)}]
+
+    def terminal(self, terminal: Terminal, closing: list[Wire | str], envelope: Envelope | Event) -> list[Wire | str]:
+        match terminal:
+            case RunComplete(finish_reason=finish_reason):
+                return [*closing, {"type": "finish", "finishReason": _FINISH.get(finish_reason, "other")}]
+            case RunCancel():
+                return [*closing, {"type": "abort"}]
+        return [*closing, {"type": "error", "errorText": f"[{terminal.code}] {terminal.message}"}]
+
+    def trailer(self) -> list[Wire | str]:
+        return [DONE]
+
+    def sse(self, frame: Any) -> SseData:
+        return frame, None
+
+    def _input(self, native: str) -> Any:
+        return _input("".join(self._pieces.get(native, [])))
 
     def _owner(self, name: str) -> dict[str, bool]:
         """Who runs the call: the server (`providerExecuted`), or the browser (one of its declared tools)."""
         return _CLIENT if name in self.client_tools else _SERVER
 
-    def _output(self, native: str, result: Any, status: str, reason: str | None) -> list[Wire]:
-        if self._calls.pop(native, None) is None:
+    def _output(self, native: str, result: Any, status: str, reason: str | None) -> list[Wire | str]:
+        if self.calls.done(native) is None:
             return []
+        self._pieces.pop(native, None)
         if status == "ok":
             return [{"type": "tool-output-available", "toolCallId": native, "output": result, **_SERVER}]
         text = f"{status}: {reason or status}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_core.openai_api.request import ResponseCreate, ToolChoiceFunction
+from agent_core.wires.responses.request import ResponseCreate, ToolChoiceFunction
 
 TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
 LIFECYCLE = frozenset({"response.created", "response.queued", "response.in_progress", *TERMINAL})

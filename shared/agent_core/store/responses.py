@@ -1,4 +1,4 @@
-"""Stored OpenAI Responses (`RESP#{responseId}` / `META`) and conversation metadata, on the Table port."""
+"""Stored OpenAI Responses and conversation metadata, on the Table port (their keys are store/items.py's)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from agent_core.store.blob import BlobStore
-from agent_core.store.schema import PK, SK, TTL_ATTRIBUTE
+from agent_core.store.items import conversation_key, response_id_of, response_key
+from agent_core.store.schema import PK, TTL_ATTRIBUTE
 from agent_core.store.spill import Spiller
-from agent_core.store.table import Condition, ConditionFailed, Item, Key, Table, Update, eq, exists, not_exists
+from agent_core.store.table import Condition, ConditionFailed, Item, Table, Update, eq, exists, not_exists
 
-META = "META"
-CONVERSATION_SK = "OPENAI#CONVERSATION"  # beside the chat's META: deleted with the chat
 RESPONSE_TTL_S = 30 * 24 * 3600  # retrievable for 30 days, as OpenAI keeps responses
 ACTIVE = ("queued", "in_progress")
 CANCELLED = "cancelled"
@@ -39,14 +38,6 @@ class ResponseRecord(BaseModel):
         """The Response as the API returns it (the status attribute wins over the stored body's)."""
         conversation = {"id": self.chat_id} if self.chat_id else self.response.get("conversation")
         return {**self.response, "status": self.status, "conversation": conversation}
-
-
-def response_key(response_id: str) -> Key:
-    return {PK: f"RESP#{response_id}", SK: META}
-
-
-def conversation_key(chat_id: str) -> Key:
-    return {PK: f"CHAT#{chat_id}", SK: CONVERSATION_SK}
 
 
 def _dumps(value: Any) -> str:
@@ -91,7 +82,7 @@ class ResponseStore:
         response["output"] = json.loads(body.get("output", "[]"))
         response["usage"] = json.loads(body.get("usage", "null"))
         return ResponseRecord(
-            response_id=item[PK].removeprefix("RESP#"),
+            response_id=response_id_of(item),
             user_id=item["userId"],
             status=item["status"],
             chat_id=item.get("chatId"),

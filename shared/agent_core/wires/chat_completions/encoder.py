@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_core.domain.events import (
+    ActionStart,
     ContentDelta,
     ContentStart,
     Event,
@@ -19,9 +20,11 @@ from agent_core.domain.events import (
     RunComplete,
     RunError,
     ToolArgs,
+    ToolEnd,
     ToolStart,
 )
 from agent_core.runtime.envelope import Envelope
+from agent_core.wires.encoder import OpenCall, SseData, Terminal, WireEncoderBase
 
 Wire = dict[str, Any]
 DONE = "[DONE]"  # the last message's data, unless an error chunk ended the stream
@@ -35,12 +38,13 @@ def usage_object(native: dict[str, int] | None) -> Wire:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-class ChatCompletionsEncoder:
+class ChatCompletionsEncoder(WireEncoderBase[Wire | str]):
     """Stateful translation for one completion; `completion()` is the blocking answer so far."""
 
     def __init__(
         self, completion_id: str, *, created: int, model: str, client_tools: frozenset[str], include_usage: bool
     ) -> None:
+        super().__init__()
         self.id, self.created, self.model = completion_id, created, model
         self.client_tools = client_tools
         self.include_usage = include_usage
@@ -51,10 +55,6 @@ class ChatCompletionsEncoder:
         self.finish_reason: str | None = None
         self.usage: Wire | None = None
         self.error: RunError | None = None
-
-    @property
-    def closed(self) -> bool:
-        return self.finish_reason is not None or self.error is not None
 
     def _chunk(self, delta: Wire, finish_reason: str | None = None) -> Wire:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
@@ -69,15 +69,12 @@ class ChatCompletionsEncoder:
             chunk["usage"] = None
         return chunk
 
-    def opening(self) -> list[Wire]:
+    def opening(self) -> list[Wire | str]:
         """The first chunk: the assistant's role, before any model output."""
         return [self._chunk({"role": "assistant", "content": ""})]
 
-    def feed(self, envelope: Envelope | Event) -> list[Wire]:
+    def frames(self, event: Event, envelope: Envelope | Event) -> list[Wire | str]:
         """The chunks for one native event (none for events without a Chat Completions meaning)."""
-        event = envelope.event if isinstance(envelope, Envelope) else envelope
-        if self.closed:
-            return []
         match event:
             case ContentDelta(delta=delta) if delta:
                 self.content.append(delta)
@@ -95,25 +92,43 @@ class ChatCompletionsEncoder:
                 self.tool_calls.append({"id": native, "type": "function", "function": {"name": name, "arguments": ""}})
                 call = {"index": index, "id": native, "type": "function", "function": {"name": name, "arguments": ""}}
                 return [self._chunk({"tool_calls": [call]})]
+            case ToolStart(tool_id=native) | ActionStart(action_id=native):  # run by the server: not shown
+                self.calls.done(native)
             case ToolArgs(tool_id=native, delta=delta) if native in self._calls and delta:
                 index = self._calls[native]
                 self.tool_calls[index]["function"]["arguments"] += delta
                 return [self._chunk({"tool_calls": [{"index": index, "function": {"arguments": delta}}]})]
-            case RunComplete(finish_reason=finish_reason, usage=usage):
-                return self._finish(_FINISH.get(finish_reason, "stop"), usage)
-            case RunCancel():
-                return self._finish("stop", None)
-            case RunError():
-                self.error = event
-                return [
-                    {"error": {"code": event.code, "message": event.message, "type": "server_error", "param": None}}
-                ]
+            case ToolEnd(tool_id=native):
+                self.calls.done(native)  # the client answers it: the finish chunk says `tool_calls`
         return []
 
-    def _finish(self, finish_reason: str, usage: dict[str, int] | None) -> list[Wire]:
+    def close_call(self, call: OpenCall, terminal: Terminal) -> list[Wire | str]:
+        """A client call cut off mid-arguments has no chunk of its own to close it: the chunk that ends the
+        stream (the finish or the error) does; no later delta reaches it."""
+        self._calls.pop(call.native_id, None)
+        return []
+
+    def terminal(self, terminal: Terminal, closing: list[Wire | str], envelope: Envelope | Event) -> list[Wire | str]:
+        match terminal:
+            case RunComplete(finish_reason=finish_reason, usage=usage):
+                return [*closing, *self._finish(_FINISH.get(finish_reason, "stop"), usage)]
+            case RunCancel():
+                return [*closing, *self._finish("stop", None)]
+        self.error = terminal
+        error = {"code": terminal.code, "message": terminal.message, "type": "server_error", "param": None}
+        return [*closing, {"error": error}]
+
+    def trailer(self) -> list[Wire | str]:
+        """`[DONE]`, unless an error chunk ended the stream (it is the stream's last message)."""
+        return [] if self.error is not None else [DONE]
+
+    def sse(self, frame: Any) -> SseData:
+        return frame, None
+
+    def _finish(self, finish_reason: str, usage: dict[str, int] | None) -> list[Wire | str]:
         self.finish_reason = finish_reason
         self.usage = usage_object(usage)
-        chunks = [self._chunk({}, finish_reason)]
+        chunks: list[Wire | str] = [self._chunk({}, finish_reason)]
         if self.include_usage:
             chunks.append({**self._chunk({}), "choices": [], "usage": self.usage})
         return chunks

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
@@ -10,27 +9,15 @@ from fastapi.responses import JSONResponse
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import error_responses, stream_or_json
-from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
+from agent_core.api.sse import EventStream, stream_frames
 from agent_core.context import AppContext
-from agent_core.openai_api.chat_completions_encoder import DONE
-from agent_core.openai_api.chat_completions_execution import ChatCompletionRun, start_chat_completion
-from agent_core.openai_api.chat_completions_request import ChatCompletionCreate
+from agent_core.wires.chat_completions.execution import start_chat_completion
+from agent_core.wires.chat_completions.request import ChatCompletionCreate
 
 router = APIRouter(prefix="/v1", tags=["chat completions"], responses=error_responses(400, 401))
 
 Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
-
-
-def _stream(run: ChatCompletionRun, ctx: AppContext) -> EventStream:
-    async def body() -> Messages:
-        async with contextlib.aclosing(run.chunks()) as chunks:
-            async for chunk in chunks:
-                yield sse_message(chunk)
-        if run.encoder.error is None:  # an error chunk is the stream's last message (no [DONE] after it)
-            yield sse_message(DONE)
-
-    return sse_response(ctx, body())
 
 
 @router.post(
@@ -55,7 +42,7 @@ async def create_chat_completion(
         deadline_ms=None if body.stream else ctx.settings.turn_deadline_ms,  # as the other buffered routes
     )
     if body.stream:
-        return _stream(run, ctx)
+        return stream_frames(ctx, run.chunks(), run.encoder.sse)
     try:
         return JSONResponse(await run.completion())
     finally:

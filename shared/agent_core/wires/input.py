@@ -1,4 +1,8 @@
-"""The OpenAI Responses request: its body, its parameter rules, and its input items as chat messages."""
+"""A client's input as a turn's: its input items as chat messages, and the function tools it declares.
+
+Every wire that takes input items (Responses, Chat Completions through them, AG-UI, the UI stream) reads them
+here; `wires/turn.py` plans the turn from them.
+"""
 
 from __future__ import annotations
 
@@ -18,12 +22,6 @@ _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
 
 class WireModel(BaseModel):
     model_config = ConfigDict(extra="ignore")
-
-
-# OpenAI's metadata bounds: at most 16 pairs, keys up to 64 characters, values up to 512.
-Metadata = Annotated[
-    dict[Annotated[str, Field(max_length=64)], Annotated[str, Field(max_length=512)]], Field(max_length=16)
-]
 
 
 class FunctionToolParam(WireModel):
@@ -57,85 +55,39 @@ def function_tools(tools: list[Any], param: str = "tools") -> list[FunctionToolP
         raise InvalidRequest(f"invalid client tool: {error.errors()[0]['msg']}", param=param) from error
 
 
-class ToolChoiceFunction(WireModel):
-    type: Literal["function"]
-    name: str
+MAX_CLIENT_TOOLS = 128
+ClientTools = Annotated[list[FunctionToolParam], Field(max_length=MAX_CLIENT_TOOLS)]
+InputValue = str | list[dict[str, Any]]
 
 
-class ConversationParam(WireModel):
-    id: str = Field(min_length=1, max_length=64)
+class TurnInput(WireModel):
+    """A UI wire's new input and tools, checked as the Responses API checks its own."""
+
+    input: InputValue
+    tools: ClientTools = Field(default_factory=list)
 
 
-class ResponseCreate(WireModel):
-    """POST /v1/responses; unknown parameters are ignored, known ones are validated."""
-
-    model: str | None = Field(None, min_length=1, max_length=200)
-    input: str | list[dict[str, Any]]  # bounded by `check_limits` (item count and size)
-    instructions: str | None = None  # bounded by `check_limits`
-    tools: list[FunctionToolParam] = Field(default_factory=list, max_length=128)
-    tool_choice: Literal["none", "auto", "required"] | ToolChoiceFunction | None = None
-    parallel_tool_calls: bool | None = None
-    stream: bool | None = None
-    store: bool | None = None
-    background: bool | None = None
-    previous_response_id: str | None = Field(None, min_length=1, max_length=128)
-    conversation: Annotated[str, Field(min_length=1, max_length=64)] | ConversationParam | None = None
-    metadata: Metadata | None = None
-    max_output_tokens: int | None = Field(None, ge=1)
-    temperature: float | None = Field(None, ge=0, le=2)
-    user: str | None = Field(None, max_length=256)
-
-    @property
-    def stored(self) -> bool:
-        return self.store is not False
-
-    @property
-    def conversation_id(self) -> str | None:
-        if isinstance(self.conversation, ConversationParam):
-            return self.conversation.id
-        return self.conversation
-
-    @property
-    def client_tools(self) -> frozenset[str]:
-        return frozenset(t.name for t in self.tools)
-
-
-def response_request(**fields: Any) -> ResponseCreate:
-    """The Responses request another wire's body stands for (Chat Completions, AG-UI, UI stream): a value the
-    Responses rules refuse (129 tools, a bad tool name) is the caller's 4xx, naming the field, before any work."""
+def turn_input(**fields: Any) -> TurnInput:
+    """A refused value (129 tools, a bad tool name) is the caller's 4xx, naming the field, before any work."""
     try:
-        return ResponseCreate(**fields)
+        return TurnInput(**fields)
     except ValidationError as error:
-        first = error.errors()[0]
-        param = ".".join(str(part) for part in first["loc"]) or None
-        raise InvalidRequest(f"{param or 'request'}: {first['msg']}", param=param) from error
+        raise invalid_field(error) from error
 
 
-def check_limits(body: ResponseCreate, *, max_items: int, max_instructions_bytes: int) -> None:
-    """The request's size bounds, checked before anything is read or written (413 / 400, stable codes)."""
-    if isinstance(body.input, list) and len(body.input) > max_items:
+def invalid_field(error: ValidationError) -> InvalidRequest:
+    first = error.errors()[0]
+    param = ".".join(str(part) for part in first["loc"]) or None
+    return InvalidRequest(f"{param or 'request'}: {first['msg']}", param=param)
+
+
+def check_item_count(value: InputValue, max_items: int) -> None:
+    if isinstance(value, list) and len(value) > max_items:
         raise InvalidRequest(f"input has more than {max_items} items", param="input", code="too_many_items")
-    if body.instructions is not None and utf8_size(body.instructions, "instructions") > max_instructions_bytes:
-        raise PayloadTooLarge(
-            f"instructions exceed {max_instructions_bytes} bytes (UTF-8)",
-            param="instructions",
-            code="instructions_too_large",
-        )
 
 
-def check_rules(body: ResponseCreate) -> None:
-    """The parameter combinations the API refuses (400 invalid_request_error)."""
-    if body.previous_response_id and body.conversation is not None:
-        raise InvalidRequest(
-            "previous_response_id and conversation cannot be used together", param="previous_response_id"
-        )
-    if not body.stored:
-        for name, value in (("previous_response_id", body.previous_response_id), ("conversation", body.conversation)):
-            if value is not None:
-                raise InvalidRequest(f"{name} needs store:true (the response history is not stored)", param=name)
-        if body.background:
-            raise InvalidRequest("background needs store:true (the result could not be retrieved)", param="background")
-    names = [t.name for t in body.tools]
+def check_unique_tools(tools: list[FunctionToolParam]) -> None:
+    names = [t.name for t in tools]
     if len(set(names)) != len(names):
         raise InvalidRequest("function tool names must be unique", param="tools")
 
@@ -291,11 +243,6 @@ def parse_input(value: str | list[dict[str, Any]], prefix: str, max_bytes: int |
     `max_bytes` bounds each item's text (413 `message_too_large`, param `input[n].content`...).
     """
     return _Parser(prefix, max_bytes).parse(value)
-
-
-def pending_calls(output: list[dict[str, Any]]) -> list[str]:
-    """call_ids of a response's function_call items: the caller owes their outputs."""
-    return [str(item["call_id"]) for item in output if item.get("type") == "function_call"]
 
 
 def check_self_contained(parsed: ParsedInput) -> None:

@@ -13,20 +13,21 @@ from fastapi.responses import JSONResponse
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import error_responses, stream_or_json
 from agent_core.api.schemas import PathId
-from agent_core.api.sse import EventStream, Messages, sse_message, sse_response
+from agent_core.api.sse import EventStream, stream_frames
 from agent_core.context import AppContext
 from agent_core.domain.jobs import ResponseJob
 from agent_core.errors import InvalidRequest, NotFound, RunInProgress
-from agent_core.openai_api.encoder import replay_events
-from agent_core.openai_api.execution import BackgroundResponses, queue_response, start_response
-from agent_core.openai_api.idempotency import HEADER as IDEMPOTENCY_HEADER
-from agent_core.openai_api.idempotency import IdempotencyKeys, answer_is_final, idempotency_key
-from agent_core.openai_api.items import ListQuery, list_page
-from agent_core.openai_api.plan import ResponsePlan, model_ids, plan_response
-from agent_core.openai_api.request import ResponseCreate
-from agent_core.openai_api.store import ACTIVE, ResponseRecord
 from agent_core.runtime.blocking import run_failure
 from agent_core.runtime.pending import HeldTurn
+from agent_core.store.responses import ACTIVE, ResponseRecord
+from agent_core.wires.responses.encoder import replay_events
+from agent_core.wires.responses.encoder import sse as responses_sse
+from agent_core.wires.responses.execution import BackgroundResponses, queue_response, start_response
+from agent_core.wires.responses.idempotency import HEADER as IDEMPOTENCY_HEADER
+from agent_core.wires.responses.idempotency import IdempotencyKeys, answer_is_final, idempotency_key
+from agent_core.wires.responses.items import ListQuery, list_page
+from agent_core.wires.responses.plan import ResponsePlan, model_ids, plan_response
+from agent_core.wires.responses.request import ResponseCreate
 
 router = APIRouter(prefix="/v1", tags=["responses"], responses=error_responses(400, 401))
 
@@ -61,13 +62,7 @@ async def _owned(ctx: AppContext, response_id: str, user: str) -> ResponseRecord
 
 def _sse(events: AsyncGenerator[dict[str, Any], None], ctx: AppContext, turn: HeldTurn | None = None) -> EventStream:
     """Each event as `event: <type>` and `data: <json>`; `turn` when it holds its chat's lease."""
-
-    async def body() -> Messages:
-        async with contextlib.aclosing(events) as source:
-            async for event in source:
-                yield sse_message(event, event=event["type"])
-
-    return sse_response(ctx, body(), turn=turn)
+    return stream_frames(ctx, events, responses_sse, turn=turn)
 
 
 async def _listed(events: list[dict[str, Any]]) -> AsyncGenerator[dict[str, Any], None]:

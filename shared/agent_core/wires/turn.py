@@ -1,0 +1,186 @@
+"""A client's turn, planned one way for every wire that takes input items (Responses, Chat Completions, AG-UI,
+the UI stream): the agent and model, the client's function tools, the LLM options and the storage of a plan;
+then the turn opened from it (the input's history written, the chat's lease taken).
+
+Each wire checks its own request first (the Responses rules, a UI client's chat); what they share is here.
+store:false swaps in `ephemeral_deps` (a request-scoped in-memory store): the same pipeline, nothing durable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from agent_core.container import RunDeps
+from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
+from agent_core.domain.models import Chat, Message, Role
+from agent_core.errors import AgentError, InvalidRequest, RunInProgress
+from agent_core.runtime.agents import AgentCatalog, AgentDefinition
+from agent_core.runtime.ephemeral import ephemeral_deps
+from agent_core.runtime.turn import PreparedTurn, TurnRequest, chat_name, prepare_turn, validate_message
+from agent_core.wires.client_tools import TunedLlm, client_tool, request_agent, with_client_tools
+from agent_core.wires.input import FunctionToolParam, InputMessage, ParsedInput
+
+
+@dataclass(kw_only=True)
+class TurnPlan:
+    """Everything decided before the turn starts; building it writes nothing."""
+
+    user_id: str
+    deps: RunDeps  # request-scoped: the client's tools, the LLM options, ephemeral storage for store:false
+    agent: AgentDefinition
+    model: str | None  # a model name that overrides the agent's
+    chat: Chat | None  # the conversation the turn continues
+    parsed: ParsedInput
+    client_tools: frozenset[str]
+    instructions: str | None = None  # added to the turn's system prompt
+    now: datetime | None = None
+    public_base_url: str = ""
+    deadline_ms: int | None = None  # a blocking answer's turn deadline; else the stream deadline
+
+
+@dataclass(frozen=True)
+class LlmOptions:
+    """The request's model options (the Responses parameters; other wires map theirs onto them)."""
+
+    temperature: float | None = None
+    max_output_tokens: int | None = None
+    tool_choice: Any = None  # "none" / "auto" / "required" / a function choice (an object with `name`)
+    parallel_tool_calls: bool | None = None
+
+
+def _agent(deps: RunDeps, model: str | None, chat: Chat | None) -> tuple[AgentDefinition, str | None]:
+    """`model` names an agent, or the configured model the chat's agent (else the default agent) runs with."""
+    keys = {a.key for a in deps.agents.all()}
+    if model in keys:
+        return deps.agents.get(model), None
+    return deps.agents.get(chat.agent_key if chat else None), model
+
+
+def plan_turn(
+    deps: RunDeps,
+    user_id: str,
+    *,
+    parsed: ParsedInput,
+    chat: Chat | None,
+    model: str | None,
+    tools: list[FunctionToolParam],
+    stored: bool,
+    options: LlmOptions | None = None,
+    instructions: str | None = None,
+    now: datetime | None = None,
+    public_base_url: str = "",
+) -> TurnPlan:
+    """The agent (`model` names one, else the chat's or the default), the client's tools added to it (only a
+    function-mode agent can call them: else 400), the LLM options, and a request-scoped store unless `stored`."""
+    options = options or LlmOptions()
+    base, model = _agent(deps, model, chat)
+    declared = [client_tool(t) for t in tools]
+    if declared and base.mode != "function":
+        raise InvalidRequest(f"agent {base.key!r} ({base.mode}) cannot call client function tools", param="tools")
+    agent = request_agent(base, deps.tools.registry, declared)
+    llm = TunedLlm(
+        deps.llm,
+        options.temperature,
+        options.max_output_tokens,
+        no_tools=options.tool_choice == "none",
+        tool_choice=_chat_tool_choice(options.tool_choice),
+        parallel_tool_calls=options.parallel_tool_calls,
+    )
+    run_deps = dataclasses.replace(
+        deps, tools=with_client_tools(deps.tools, declared), llm=llm, agents=AgentCatalog([agent])
+    )
+    if not stored:
+        run_deps = ephemeral_deps(run_deps, agent)
+    return TurnPlan(
+        user_id=user_id,
+        deps=run_deps,
+        agent=agent,
+        model=model,
+        chat=chat,
+        parsed=parsed,
+        client_tools=frozenset(t.name for t in tools),
+        instructions=instructions,
+        now=now,
+        public_base_url=public_base_url,
+    )
+
+
+def to_message(spec: InputMessage, chat_id: str, at: int) -> Message:
+    """An input item's message, stored in the chat."""
+    return Message(
+        id=sortable_id(at),
+        chat_id=chat_id,
+        role=spec.role,
+        content=spec.content,
+        tool_calls=list(spec.tool_calls),
+        tool_call_id=spec.tool_call_id,
+        tool_name=spec.tool_name,
+        created_at=at,
+    )
+
+
+async def open_turn(plan: TurnPlan) -> PreparedTurn:
+    """Write the input's history into the chat and take the chat's lease with the turn's first message.
+
+    A turn continued only by function outputs writes them as history and stores no USER message: the
+    model is called with the outputs last (`TurnRequest.continuation`).
+    """
+    deps, chat = plan.deps, plan.chat
+    prior, trigger = plan.parsed.split()
+    continuation = trigger.role != Role.USER
+    message = "" if continuation else trigger.content
+    history = [*prior, trigger] if continuation else prior
+    if not continuation:
+        try:
+            validate_message(message, deps.settings.max_message_bytes)
+        except AgentError as error:
+            error.param = "input"
+            raise
+    at = now_ms()
+    if chat is not None and chat.active_run_id and (chat.lease_expires_at or 0) > at:
+        raise RunInProgress("another turn is running in this conversation")
+    if chat is None and history:
+        first = next((m.content for m in plan.parsed.messages if m.role == Role.USER), message)
+        chat = Chat(
+            chat_id=new_chat_id(),
+            user_id=plan.user_id,
+            title=chat_name(first),
+            agent_key=plan.agent.key,
+            created_at=at,
+            last_activity_at=at,
+        )
+        await deps.store.create_chat(chat)
+    if history:
+        assert chat is not None
+        await deps.store.add_messages(chat.chat_id, [to_message(m, chat.chat_id, at) for m in history])
+    request = TurnRequest(
+        user_id=plan.user_id,
+        message=message,
+        chat_id=chat.chat_id if chat else None,
+        model=plan.model,
+        agent_key=plan.agent.key,
+        now=plan.now,
+        client_tools=plan.client_tools,
+        public_base_url=plan.public_base_url,
+        deadline_ms=plan.deadline_ms,
+        continuation=continuation,
+    )
+    prepared = await prepare_turn(deps, request)
+    if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry
+        raise AgentError("unexpected replay of a stored result")
+    if plan.instructions:
+        prepared.extra_system.append(plan.instructions)
+    return prepared
+
+
+def _chat_tool_choice(choice: object) -> str | dict[str, Any] | None:
+    """The Responses `tool_choice` in Chat Completions form ("none" is done by offering no tools)."""
+    if choice in ("auto", "required"):
+        return str(choice)
+    name = getattr(choice, "name", None)
+    if name:
+        return {"type": "function", "function": {"name": name}}
+    return None
