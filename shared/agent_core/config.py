@@ -323,6 +323,18 @@ class Settings(BaseSettings):
     service_name: str = Field(
         "agent-core", alias="POWERTOOLS_SERVICE_NAME", description="The service name on log lines and metrics"
     )
+    otel_enabled: bool = Field(
+        False,
+        alias="AGENT_OTEL_ENABLED",
+        description="Record OpenTelemetry traces (GenAI conventions) and export them over OTLP/HTTP as the "
+        "standard OTEL_EXPORTER_OTLP_* variables say; also on when OTEL_EXPORTER_OTLP_ENDPOINT is set (needs "
+        "the `otel` extra or the ADOT layer)",
+    )
+    otel_capture_content: bool = Field(
+        False,
+        alias="AGENT_OTEL_CAPTURE_CONTENT",
+        description="Put message contents on model-call spans (gen_ai.input.messages / gen_ai.output.messages)",
+    )
     lambda_function_name: str = Field(
         "",
         alias="AWS_LAMBDA_FUNCTION_NAME",
@@ -362,7 +374,7 @@ class Settings(BaseSettings):
     @classmethod
     def _known_zone(cls, value: str) -> str:
         """Refused at start-up, not logged on each request that falls back to it."""
-        from agent_core.memory.calendar import known_zone
+        from agent_core.domain.zones import known_zone
 
         if not known_zone(value):
             raise ValueError(f"{value!r} is not an IANA time zone name such as Asia/Shanghai, Europe/Paris or UTC")

@@ -41,6 +41,7 @@ from agent_core.tools.frontend import AskUserTool
 from agent_core.tools.mcp import McpCatalog
 from agent_core.tools.registry import ToolRegistry
 from agent_core.tools.service import AuditSink, ToolService
+from agent_core.tracing import configure_tracing, traced_llm
 
 
 @dataclass
@@ -178,6 +179,8 @@ def build_context(
     store: Store = TableStore(table, blobs)
     registry = build_registry(settings)
     llm = llm if llm is not None else build_llm(settings, registry)
+    if configure_tracing(settings):  # model calls get their spans only when traces are on (no wrapper otherwise)
+        llm = traced_llm(llm, settings.effective_llm_provider)
     responses = ResponseStore(table, blobs)
     if job_handlers is None:
         job_handlers = {**JOB_HANDLERS, ResponseJob: background_responses(responses)}

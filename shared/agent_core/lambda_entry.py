@@ -19,6 +19,7 @@ from agent_core.context import AppContext, build_context
 from agent_core.jobs.handlers import ScheduledJob
 from agent_core.jobs.worker import process_batch
 from agent_core.observability import logger
+from agent_core.tracing import flush_traces
 
 T = TypeVar("T")
 
@@ -50,7 +51,10 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     global _loop
     if _loop is None or _loop.is_closed():
         _loop = asyncio.new_event_loop()
-    return _loop.run_until_complete(coro)
+    try:
+        return _loop.run_until_complete(coro)
+    finally:
+        flush_traces()  # nothing runs once the invocation returns
 
 
 def scheduled_time(event: dict[str, Any] | None) -> datetime:

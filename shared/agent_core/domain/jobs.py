@@ -15,6 +15,9 @@ class _Job(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     job_run_id: str = ""  # the scheduled pass or worker batch that enqueued it (traceable across the queue)
+    # The W3C trace context of the span that sent it (agent_core/tracing.py): the job's span continues it.
+    traceparent: str = ""
+    tracestate: str = ""
 
 
 class CompactJob(_Job):

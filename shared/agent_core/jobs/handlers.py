@@ -20,6 +20,7 @@ from agent_core.jobs.memory_records import index_chat
 from agent_core.jobs.profile import extract_profile
 from agent_core.jobs.report import JobReport
 from agent_core.jobs.session_summaries import run_idle_sessions, summarize_session
+from agent_core.tracing import job_span
 
 Handler = Callable[[RunDeps, Any], Awaitable[bool | None]]
 """One job type's body: True when it wrote something (a summary, a profile), False when there was nothing to do."""
@@ -53,7 +54,8 @@ class JobRunner:
         handler = self.handlers.get(type(job))
         if handler is None:
             raise UnknownJob(f"no handler for {job.kind} jobs")
-        return await handler(self.deps, job)
+        with job_span(job.kind, job.traceparent, job.tracestate):
+            return await handler(self.deps, job)
 
 
 ScheduledJob = Literal["idle_sessions", "daily_summary"]

@@ -17,6 +17,7 @@ from agent_core.domain.ids import sortable_id
 from agent_core.domain.jobs import Job
 from agent_core.jobs.report import JobReport
 from agent_core.observability import logger
+from agent_core.tracing import send_span
 
 _current_run: ContextVar[str] = ContextVar("agent_core_job_run_id", default="")
 
@@ -26,11 +27,16 @@ def new_job_run_id() -> str:
 
 
 def stamped(job: Job) -> Job:
-    """`job` carrying the current run's id; a job that already carries one (a re-send) keeps it."""
+    """`job` carrying the current run's id and the trace context of its `send` span; a job that already
+    carries them (a re-send) keeps them."""
+    update: dict[str, str] = {}
     run_id = _current_run.get()
-    if job.job_run_id or not run_id:
-        return job
-    return job.model_copy(update={"job_run_id": run_id})
+    if run_id and not job.job_run_id:
+        update["job_run_id"] = run_id
+    if not job.traceparent:
+        carrier = send_span(job.kind)
+        update.update({k: v for k, v in carrier.items() if k in ("traceparent", "tracestate")})
+    return job.model_copy(update=update) if update else job
 
 
 @contextmanager

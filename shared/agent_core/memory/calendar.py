@@ -3,30 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from agent_core.domain.ids import base36
+from agent_core.domain.zones import known_zone, load_zone
 from agent_core.errors import InvalidTimezone
 from agent_core.observability import logger
 
 MAX_ZONE_NAME = 64
-
-
-def load_zone(name: str) -> ZoneInfo | None:
-    """The IANA zone named `name` (Europe/Paris, UTC); None when the server knows no such zone.
-
-    Unknown names raise ZoneInfoNotFoundError, malformed ones ValueError, and a folder of the zone
-    database ("America") IsADirectoryError, an OSError.
-    """
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
-        return None
-
-
-def known_zone(name: str) -> bool:
-    """Whether `name` is an IANA zone the server knows (Europe/Paris, UTC)."""
-    return load_zone(name) is not None
 
 
 def valid_zone(name: str, param: str = "timezone") -> str:

@@ -36,6 +36,7 @@ from agent_core.runtime.scope import DeadlineReached, RunScope
 from agent_core.runtime.settle import to_the_end
 from agent_core.runtime.toolset import Toolset, build_toolset
 from agent_core.runtime.turn import PreparedTurn
+from agent_core.tracing import traced_run
 
 DISCONNECTED = "client_disconnected"
 
@@ -76,6 +77,7 @@ class TurnRunner:
             yield event
         self.recorder.conclude(steps.ending())
 
+    @traced_run  # the run's `invoke_agent` span (agent_core/tracing.py)
     async def events(self) -> AsyncIterator[Envelope]:
         recorder = self.recorder
         async with self.scope:

@@ -18,6 +18,7 @@ from agent_core.domain.models import ToolCall, ToolStatus
 from agent_core.observability import NAMESPACE, logger, write_audit_line
 from agent_core.tools.base import Tool, ToolContext, ToolFailure
 from agent_core.tools.registry import ToolRegistry
+from agent_core.tracing import tool_outcome, tool_span
 
 AuditSink = Callable[[dict[str, Any]], None]
 
@@ -81,7 +82,9 @@ class ToolService:
     async def execute(self, call: ToolCall, ctx: ToolContext) -> ToolExecution:
         started = time.perf_counter()
         tool = self.registry.get(call.name)
-        execution = await self._governed(call, tool, ctx)
+        with tool_span(call.name, call.id, tool.kind if tool is not None else None) as span:
+            execution = await self._governed(call, tool, ctx)
+            tool_outcome(span, execution.status.value, execution.reason)
         execution.duration_ms = int((time.perf_counter() - started) * 1000)
         self._record(execution, tool, ctx)
         return execution

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from agent_core.memory.calendar import known_zone, load_zone
+from agent_core.domain.zones import known_zone, load_zone
 from agent_core.tools.base import Tool, ToolContext, ToolFailure
 from agent_core.tools.quick_rules import sentence_of
 

@@ -1,0 +1,360 @@
+"""Traces by the OpenTelemetry GenAI semantic conventions (development status; names as of semconv 1.44).
+
+Spans: `invoke_agent {agent}` per run, `chat {model}` per model call, `execute_tool {name}` per tool call,
+and a producer span per enqueued job whose context travels in the job message to the job's consumer span.
+The request spans are FastAPI's own (it instruments itself with the global provider, `traceparent` included);
+mcp traces its own protocol messages under the tool's span; openai is not instrumented: nothing is doubled.
+Only `opentelemetry-api` is a runtime dependency: its
+tracer is a no-op until an SDK is configured, which `configure_tracing` does when AGENT_OTEL_ENABLED or an
+OTLP endpoint variable asks for it (the SDK and the OTLP exporter are the `otel` extra, imported only then).
+Message contents go on spans only with AGENT_OTEL_CAPTURE_CONTENT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import os
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+from opentelemetry.trace import Span, SpanKind, StatusCode
+
+if TYPE_CHECKING:
+    from agent_core.config import Settings
+    from agent_core.domain.models import Usage
+    from agent_core.llm.base import LlmClient, LlmDelta, LlmRequest
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+SCOPE = "agent_core"
+SEMCONV_VERSION = "1.44.0"  # the GenAI conventions (development status) these spans follow
+QUEUE_NAME = "agent-core.jobs"
+
+# Our provider keys -> `gen_ai.provider.name` well-known values.
+PROVIDER_NAMES = {"openai": "openai", "azure": "azure.ai.openai", "bedrock": "aws.bedrock", "offline": "agent_core"}
+
+OPERATION = "gen_ai.operation.name"
+PROVIDER = "gen_ai.provider.name"
+AGENT_NAME = "gen_ai.agent.name"
+AGENT_ID = "gen_ai.agent.id"
+CONVERSATION_ID = "gen_ai.conversation.id"
+REQUEST_MODEL = "gen_ai.request.model"
+RESPONSE_MODEL = "gen_ai.response.model"
+FINISH_REASONS = "gen_ai.response.finish_reasons"
+INPUT_TOKENS = "gen_ai.usage.input_tokens"
+OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+CACHE_CREATION_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+TOOL_TYPE = "gen_ai.tool.type"
+INPUT_MESSAGES = "gen_ai.input.messages"
+OUTPUT_MESSAGES = "gen_ai.output.messages"
+USER_ID = "user.id"
+ERROR_TYPE = "error.type"
+TOOL_STATUS = "agent_core.tool.status"
+TOOL_TYPES = {"backend": "function", "frontend": "function", "mcp": "extension"}
+
+_tracer = trace.get_tracer(SCOPE, schema_url=f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}")
+_capture = {"content": False}
+_configured: dict[str, Any] = {}
+
+
+# ----- set-up -----
+
+
+def tracing_requested(settings: Settings, environ: Mapping[str, str] = os.environ) -> bool:
+    """AGENT_OTEL_ENABLED, or an OTLP endpoint in the standard variables, unless OTEL_SDK_DISABLED."""
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    endpoint = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    return settings.otel_enabled or bool(endpoint)
+
+
+def configure_tracing(settings: Settings) -> bool:
+    """Install the SDK's tracer provider with the OTLP/HTTP exporter once per process, when requested.
+
+    The exporter reads OTEL_EXPORTER_OTLP_* itself. A provider someone else installed (the AWS Distro for
+    OpenTelemetry's wrapper, a test's) is kept. Returns whether traces are on (the caller then wraps the
+    model client); when off, the run, tool and job spans are the API's no-ops.
+    """
+    _capture["content"] = settings.otel_capture_content
+    if not tracing_requested(settings):
+        return False
+    if "provider" in _configured or not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return True
+    try:  # the `otel` extra (or the ADOT layer in Lambda)
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError:
+        from agent_core.observability import logger
+
+        logger.warning("tracing requested but the OpenTelemetry SDK is not installed (pip install agent-core[otel])")
+        return False
+    attributes = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": settings.service_name}
+    provider = TracerProvider(resource=Resource.create(attributes))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    _configured["provider"] = provider
+    return True
+
+
+def flush_traces() -> None:
+    """Export the spans still buffered (a Lambda invocation's end: nothing runs once the process is frozen)."""
+    flush = getattr(trace.get_tracer_provider(), "force_flush", None)
+    if flush is not None:
+        flush()
+
+
+# ----- a span around an async stream -----
+
+
+async def within(span: Span, events: AsyncIterator[T]) -> AsyncIterator[T]:
+    """`events`, each step run with `span` current (attached and detached around each step, so the context
+    never leaks to the consumer between items, whatever task closes the stream)."""
+    ctx = trace.set_span_in_context(span)
+    try:
+        while True:
+            token = otel_context.attach(ctx)
+            try:
+                item = await anext(events)
+            except StopAsyncIteration:
+                return
+            finally:
+                otel_context.detach(token)
+            yield item
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            token = otel_context.attach(ctx)
+            try:
+                await close()
+            finally:
+                otel_context.detach(token)
+
+
+def _failed(span: Span, exc: BaseException) -> None:
+    if isinstance(exc, GeneratorExit | asyncio.CancelledError):  # a consumer that left: not a failure
+        return
+    span.set_attribute(ERROR_TYPE, getattr(exc, "code", None) or type(exc).__qualname__)
+    span.set_status(StatusCode.ERROR, str(exc)[:200])
+
+
+def _usage_attributes(usage: Usage) -> dict[str, int]:
+    return {
+        INPUT_TOKENS: usage.prompt_tokens,
+        OUTPUT_TOKENS: usage.completion_tokens,
+        CACHE_READ_TOKENS: usage.cache_read_tokens,
+        CACHE_CREATION_TOKENS: usage.cache_write_tokens,
+    }
+
+
+# ----- the run: invoke_agent -----
+
+
+class _Runner(Protocol):
+    """What the run span reads of the runner (runtime/loop.py's TurnRunner)."""
+
+    turn: Any
+    outcome: Any
+    finish_reason: str
+
+
+def traced_run(method: Callable[[R], AsyncIterator[T]]) -> Callable[[R], AsyncIterator[T]]:
+    """Decorates the runner's `events()`: the run's events within an `invoke_agent {agent}` span."""
+
+    @functools.wraps(method)
+    def events(runner: R) -> AsyncIterator[T]:
+        return _run_events(runner, method(runner))
+
+    return events
+
+
+async def _run_events(runner: Any, events: AsyncIterator[T]) -> AsyncIterator[T]:
+    turn, run = runner.turn, runner.turn.run
+    attributes = {
+        OPERATION: "invoke_agent",
+        PROVIDER: PROVIDER_NAMES["offline"],  # the agent runs here; each chat span names the model's provider
+        AGENT_NAME: turn.agent.key,
+        AGENT_ID: f"{turn.agent.key}@{run.agent_version}" if run.agent_version else turn.agent.key,
+        CONVERSATION_ID: run.chat_id,
+        REQUEST_MODEL: run.model,
+        USER_ID: run.user_id,
+        "agent_core.run.id": run.run_id,
+        "agent_core.request.id": run.request_id,
+    }
+    span = _tracer.start_span(f"invoke_agent {turn.agent.key}", kind=SpanKind.INTERNAL, attributes=attributes)
+    try:
+        async for item in within(span, events):
+            yield item
+        span.set_attributes(_usage_attributes(runner.outcome.usage))
+        span.set_attribute(FINISH_REASONS, [runner.finish_reason])
+        status = str(getattr(run.status, "value", run.status))
+        span.set_attribute("agent_core.run.status", status)
+        if status == "failed":  # the run ended with run.error (its events end normally)
+            span.set_attribute(ERROR_TYPE, run.error_code or "error")
+            span.set_status(StatusCode.ERROR, run.error_message or "")
+    except BaseException as exc:
+        _failed(span, exc)
+        raise
+    finally:
+        span.end()
+
+
+# ----- model calls: chat -----
+
+
+class TracedLlm:
+    """The LlmClient port with a `chat {model}` span per call (one place for every provider and the fallback
+    chain: the answering `provider:model` a fallback delta names is the response model)."""
+
+    def __init__(self, inner: LlmClient, provider: str) -> None:
+        self.inner = inner
+        self.provider = provider
+
+    def stream(self, request: LlmRequest) -> AsyncIterator[LlmDelta]:
+        return _chat_events(self.inner, self.provider, request)
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def traced_llm(inner: LlmClient, provider: str) -> LlmClient:
+    return inner if isinstance(inner, TracedLlm) else TracedLlm(inner, provider)
+
+
+def _messages(messages: list[dict[str, Any]]) -> str:
+    """Chat messages as the conventions' `gen_ai.input.messages` (role + parts)."""
+    out = []
+    for message in messages:
+        parts: list[dict[str, Any]] = []
+        content = message.get("content")
+        if content:
+            parts.append({"type": "text", "content": content if isinstance(content, str) else json.dumps(content)})
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            parts.append(
+                {
+                    "type": "tool_call",
+                    "id": call.get("id"),
+                    "name": function.get("name"),
+                    "arguments": function.get("arguments"),
+                }
+            )
+        if message.get("role") == "tool":
+            parts = [{"type": "tool_call_response", "id": message.get("tool_call_id"), "response": content}]
+        out.append({"role": message.get("role"), "parts": parts})
+    return json.dumps(out, ensure_ascii=False, default=str)
+
+
+async def _chat_events(inner: LlmClient, provider: str, request: LlmRequest) -> AsyncIterator[LlmDelta]:
+    attributes: dict[str, Any] = {
+        OPERATION: "chat",
+        PROVIDER: PROVIDER_NAMES.get(provider, provider),
+        REQUEST_MODEL: request.model,
+        "agent_core.llm.purpose": request.purpose,
+    }
+    if request.temperature is not None:
+        attributes["gen_ai.request.temperature"] = request.temperature
+    if request.max_tokens is not None:
+        attributes["gen_ai.request.max_tokens"] = request.max_tokens
+    content = _capture["content"]
+    if content:
+        attributes[INPUT_MESSAGES] = _messages(request.messages)
+    span = _tracer.start_span(f"chat {request.model}", kind=SpanKind.CLIENT, attributes=attributes)
+    response_model, usage, reasons, text = request.model, None, [], []
+    try:
+        async for delta in within(span, inner.stream(request)):
+            if delta.model:  # `provider:model` of the model that answered (the fallback chain)
+                answered_by, _, response_model = delta.model.partition(":")
+                span.set_attribute(PROVIDER, PROVIDER_NAMES.get(answered_by, answered_by))
+            if delta.usage is not None:
+                usage = delta.usage
+            if delta.finish_reason:
+                reasons.append(delta.finish_reason)
+            if content and delta.content:
+                text.append(delta.content)
+            yield delta
+    except BaseException as exc:
+        _failed(span, exc)
+        raise
+    finally:
+        span.set_attribute(RESPONSE_MODEL, response_model)
+        if usage is not None:
+            span.set_attributes(_usage_attributes(usage))
+        if reasons:
+            span.set_attribute(FINISH_REASONS, reasons)
+        if content:
+            output = [{"role": "assistant", "parts": [{"type": "text", "content": "".join(text)}]}]
+            span.set_attribute(OUTPUT_MESSAGES, json.dumps(output, ensure_ascii=False))
+        span.end()
+
+
+# ----- tool calls: execute_tool -----
+
+
+@contextmanager
+def tool_span(name: str, call_id: str, kind: str | None) -> Iterator[Span]:
+    """An `execute_tool {name}` span; the caller records the outcome with `tool_outcome`."""
+    attributes = {OPERATION: "execute_tool", TOOL_NAME: name, TOOL_CALL_ID: call_id}
+    if kind is not None:
+        attributes[TOOL_TYPE] = TOOL_TYPES.get(kind, kind)
+    with _tracer.start_as_current_span(f"execute_tool {name}", kind=SpanKind.INTERNAL, attributes=attributes) as span:
+        yield span
+
+
+def tool_outcome(span: Span, status: str, reason: str) -> None:
+    span.set_attribute(TOOL_STATUS, status)
+    if status != "ok":
+        span.set_attribute(ERROR_TYPE, reason or status)
+        span.set_status(StatusCode.ERROR, reason or status)
+
+
+# ----- jobs: the queue carries the trace -----
+
+
+def _messaging(operation: str, kind: str) -> dict[str, str]:
+    return {
+        "messaging.operation.type": operation,
+        "messaging.destination.name": QUEUE_NAME,
+        "agent_core.job.kind": kind,
+    }
+
+
+def send_span(kind: str) -> dict[str, str]:
+    """A producer span for one job sent to the queue; the carrier (`traceparent`, ...) the job message keeps."""
+    attributes = {
+        "messaging.operation.type": "send",
+        "messaging.destination.name": QUEUE_NAME,
+        "agent_core.job.kind": kind,
+    }
+    carrier: dict[str, str] = {}
+    with _tracer.start_as_current_span(f"send {QUEUE_NAME}", kind=SpanKind.PRODUCER, attributes=attributes):
+        propagate.inject(carrier)
+    return carrier
+
+
+@contextmanager
+def job_span(kind: str, traceparent: str, tracestate: str = "") -> Iterator[Span]:
+    """The consumer span a job runs in, a child of the span that sent it (its `traceparent`)."""
+    carrier = {"traceparent": traceparent, **({"tracestate": tracestate} if tracestate else {})}
+    parent = propagate.extract(carrier) if traceparent else None
+    attributes = {
+        "messaging.operation.type": "process",
+        "messaging.destination.name": QUEUE_NAME,
+        "agent_core.job.kind": kind,
+    }
+    with _tracer.start_as_current_span(
+        f"process {QUEUE_NAME}", context=parent, kind=SpanKind.CONSUMER, attributes=attributes
+    ) as span:
+        yield span
