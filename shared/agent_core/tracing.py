@@ -164,8 +164,7 @@ class _Runner(Protocol):
     """What the run span reads of the runner (runtime/loop.py's TurnRunner)."""
 
     turn: Any
-    outcome: Any
-    finish_reason: str
+    recorder: Any  # runtime/recorder.py's RunRecorder: the run's outcome and finish reason
 
 
 def traced_run(method: Callable[[R], AsyncIterator[T]]) -> Callable[[R], AsyncIterator[T]]:
@@ -195,8 +194,8 @@ async def _run_events(runner: Any, events: AsyncIterator[T]) -> AsyncIterator[T]
     try:
         async for item in within(span, events):
             yield item
-        span.set_attributes(_usage_attributes(runner.outcome.usage))
-        span.set_attribute(FINISH_REASONS, [runner.finish_reason])
+        span.set_attributes(_usage_attributes(runner.recorder.outcome.usage))
+        span.set_attribute(FINISH_REASONS, [runner.recorder.finish_reason])
         status = str(getattr(run.status, "value", run.status))
         span.set_attribute("agent_core.run.status", status)
         if status == "failed":  # the run ended with run.error (its events end normally)
