@@ -29,10 +29,11 @@ class JobJournal(Protocol):
 class WorkDone:
     """What the jobs enqueued within `counting()` did once they ran (jobs they enqueued in turn included)."""
 
-    changed: int = 0  # jobs whose handler wrote something (a summary): it returned True
+    changed: int = 0  # summary jobs (rolling, session, daily) that wrote their summary: the handler returned True
     failed: int = 0  # jobs that raised
 
 
+SUMMARY_JOBS = frozenset({"compact", "session_summary", "daily_summary"})  # what a report's `summarised` counts
 _counting: ContextVar[WorkDone | None] = ContextVar("agent_core_work_done", default=None)
 
 
@@ -112,8 +113,8 @@ class InProcessWorkQueue:
             else:
                 outcome = await handler(job)
             self.completed += 1
-            if done is not None and outcome is True:
-                done.changed += 1
+            if done is not None and outcome is True and job.kind in SUMMARY_JOBS:
+                done.changed += 1  # not the profile or memory-records jobs a summary queues after it
         except Exception:
             self.failed += 1
             if done is not None:
