@@ -191,7 +191,7 @@ async def test_a_turn_with_two_tools_and_a_job_is_one_linked_trace(spans: InMemo
     assert sorted(sends) == sorted(jobs) == ["compact", "usage"]
     for kind, job in jobs.items():
         assert request in _ancestors(sends[kind], finished) and _parent(job) == sends[kind].context.span_id, kind
-    send, job = sends["compact"], jobs["compact"]
+    job = jobs["compact"]
     assert not [c for c in chats if _parent(c) == jobs["usage"].context.span_id]
     [summary_call] = [c for c in chats if _parent(c) == job.context.span_id]
     assert summary_call.attributes["agent_core.llm.purpose"] == "summarize"
