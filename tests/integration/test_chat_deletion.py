@@ -71,9 +71,10 @@ async def _busy_chat(
         message = "save it as notes.txt: hello" if turn == 0 else f"message {turn}"
         answered = await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": message})
         assert answered.status_code == 200, answered.text
-    # The jobs the turns queued (each run's usage ledger write, compaction) are done before the test goes on:
-    # their storage calls are not the deletion's.
-    await context.background.join()
+        # The jobs the turn queued (its usage ledger write, compaction) are done before the next call: their
+        # storage calls are not the deletion's, and in-process moto is not thread-safe (a TransactWriteItems
+        # deep-copies the table while another thread writes: RuntimeError, a 500 on the next turn).
+        await context.background.join()
     for item in _items(table):
         if item["pk"]["S"] == f"CHAT#{cid}" and item["sk"]["S"].startswith("RUN#"):
             runs.append(item["sk"]["S"].removeprefix("RUN#"))
