@@ -31,7 +31,7 @@ from bench.common import (
 )
 
 TURNS_PER_CHAT = 10
-TARGET = {"reads_before": 2, "writes_before": 1, "writes_after": 2}
+TARGET = {"reads_before": 2, "writes_before": 1, "writes_after": 2}  # after: the turn's end and its usage record
 
 
 def _split(log: DdbCallLog, start: int, llm: FakeLlm, calls_before: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -65,6 +65,7 @@ async def _count(ctx: AppContext, llm: FakeLlm, log: DdbCallLog, turns: int) -> 
             await ctx.background.join()
             opening[_split(log, start, llm, calls_before)] += 1
             await run_blocking(ctx.deps, TurnRequest(user_id=user, message=USER_MESSAGE, chat_id=chat_id))
+            await ctx.background.join()  # its usage record too
             after_turn()
         start, calls_before = len(log.calls), len(llm.calls)
         await run_blocking(ctx.deps, TurnRequest(user_id=user, message=USER_MESSAGE, chat_id=chat_id))

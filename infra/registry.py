@@ -172,7 +172,7 @@ _CONVERSATIONS = frozenset(
 
 CHAT = FunctionSpec(
     name="chat",
-    description="Conversation routes (buffered): /api/v1/conversations..., /api/ap/chat(s), agents, profile, memory",
+    description="Conversation routes (buffered): /api/v1/conversations..., /api/ap/chat(s), agents, profile, memory, usage",  # noqa: E501
     memory_mb=1024,
     timeout_s=29,
     needs=_CONVERSATIONS,
@@ -186,6 +186,7 @@ CHAT = FunctionSpec(
         Route("/api/ap/profile", ("GET", "PATCH", "DELETE")),
         Route("/api/ap/memory/search", ("POST",)),
         Route("/api/ap/chats/import", ("POST",)),
+        Route("/api/ap/usage", ("GET",)),
     ),
 )
 

@@ -76,6 +76,13 @@ class InfraSettings(BaseModel):
     log_retention_days: int = Field(30, alias="logRetentionDays")
     boto3_version: str = Field("", alias="boto3Version", description="pin boto3 into the layer; empty: the runtime's")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", alias="logLevel")
+    # Per-user defaults of the usage budgets and rate limit (0: none; a user's LIMITS item overrides them).
+    usage_daily_token_budget: int = Field(0, ge=0, alias="usageDailyTokenBudget")
+    usage_daily_cost_budget_usd: float = Field(0.0, ge=0, alias="usageDailyCostBudgetUsd")
+    usage_requests_per_minute: int = Field(0, ge=0, alias="usageRequestsPerMinute")
+    # Alarms: refused turns (budget or rate limit) per 5 minutes, and the estimated spend per hour.
+    budget_denials_alarm: int = Field(20, ge=1, alias="budgetDenialsAlarm")
+    spend_alarm_usd_per_hour: float = Field(10.0, gt=0, alias="spendAlarmUsdPerHour")
     # The model provider of `model`; `bedrock`: a Bedrock model id, inference profile id or ARN.
     llm_provider: Literal["openai", "azure", "bedrock"] = Field("openai", alias="llmProvider")
     # Further `provider:model` entries tried in order when a call fails before any output.

@@ -132,6 +132,12 @@ class AgentFunctions(Construct):
             env["AGENT_WORK_QUEUE_URL"] = self.queue.queue.queue_url
         if Need.LLM_INVOKE in spec.needs:
             env["AGENT_LLM_PROVIDER"] = s.llm_provider
+            usage = {
+                "AGENT_USAGE_DAILY_TOKEN_BUDGET": s.usage_daily_token_budget,
+                "AGENT_USAGE_DAILY_COST_BUDGET_USD": s.usage_daily_cost_budget_usd,
+                "AGENT_USAGE_REQUESTS_PER_MINUTE": s.usage_requests_per_minute,
+            }
+            env |= {name: str(value) for name, value in usage.items() if value}
             if s.llm_fallback:
                 env["AGENT_LLM_FALLBACK"] = ",".join(s.llm_fallback)
         if Need.LLM_SECRET in spec.needs and self.llm_secret is not None:

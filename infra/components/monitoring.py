@@ -1,4 +1,5 @@
-"""Alarms (every function's errors and throttles, the REST API's 5xx, the dead-letter queue) and a dashboard."""
+"""Alarms (every function's errors and throttles, the REST API's 5xx, the dead-letter queue, turns refused by the
+usage budgets, the estimated spend) and a dashboard."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from infra.components.functions import METRICS_NAMESPACE, SERVICE_NAME
 from infra.settings import InfraSettings
 
 PERIOD = cdk.Duration.minutes(5)
+HOUR = cdk.Duration.hours(1)
 
 
 def app_metric(name: str, statistic: str, label: str) -> cw.Metric:
@@ -48,6 +50,29 @@ class Monitoring(Construct):
             self._alarm(f"{cid}Errors", fn.metric_errors(period=PERIOD, statistic="Sum"), f"{name}: invocation errors")
             self._alarm(f"{cid}Throttles", fn.metric_throttles(period=PERIOD, statistic="Sum"), f"{name}: throttled")
         self._alarm("Api5xx", api.metric_server_error(period=PERIOD, statistic="Sum"), "REST API: 5xx answers")
+        # The usage ledger and budgets (docs/operations.md has the runbooks).
+        denials = cw.MathExpression(
+            expression="budget + rate",
+            using_metrics={
+                "budget": app_metric("BudgetDenials", "Sum", "budget"),
+                "rate": app_metric("RateLimitDenials", "Sum", "rate"),
+            },
+            label="turns refused",
+            period=PERIOD,
+        )
+        self._alarm(
+            "UsageDenials",
+            denials,
+            f"usage: {settings.budget_denials_alarm}+ turns refused (429) in 5 minutes",
+            threshold=settings.budget_denials_alarm,
+        )
+        spend = app_metric("EstimatedCostMicroUsd", "Sum", "estimated spend (micro-USD)").with_(period=HOUR)
+        self._alarm(
+            "UsageSpend",
+            spend,
+            f"usage: estimated spend over {settings.spend_alarm_usd_per_hour} USD in an hour",
+            threshold=round(settings.spend_alarm_usd_per_hour * 1_000_000),
+        )
         if dead_letters is not None:
             self._alarm(
                 "DeadLetters",
@@ -78,6 +103,14 @@ class Monitoring(Construct):
             cw.GraphWidget(title="Tool calls not ok, by status", left=[tool_calls], width=8),
         )
         self.dashboard.add_widgets(
+            cw.GraphWidget(title="Estimated spend (micro-USD per hour)", left=[spend], width=12),
+            cw.GraphWidget(
+                title="Turns refused (429)",
+                left=[app_metric("BudgetDenials", "Sum", "budget"), app_metric("RateLimitDenials", "Sum", "rate")],
+                width=12,
+            ),
+        )
+        self.dashboard.add_widgets(
             cw.GraphWidget(
                 title="Function invocations and errors",
                 left=[
@@ -95,13 +128,13 @@ class Monitoring(Construct):
         )
         self.dashboard.add_widgets(cw.AlarmStatusWidget(title="Alarms", alarms=self.alarms, width=24))
 
-    def _alarm(self, construct_id: str, metric: cw.IMetric, description: str) -> None:
+    def _alarm(self, construct_id: str, metric: cw.IMetric, description: str, threshold: float = 1) -> None:
         self.alarms.append(
             cw.Alarm(
                 self,
                 construct_id,
                 metric=metric,
-                threshold=1,
+                threshold=threshold,
                 evaluation_periods=1,
                 comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                 treat_missing_data=cw.TreatMissingData.NOT_BREACHING,

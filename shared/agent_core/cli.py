@@ -482,6 +482,63 @@ def run_jobs_command(
     return 1 if line["failed"] else 0
 
 
+def add_usage_commands(commands: Any) -> None:
+    usage = commands.add_parser("usage", help="a user's usage ledger, budgets and what remains today (JSON)")
+    usage.add_argument("--user", required=True, help="the user id")
+    usage.add_argument("--from", dest="first", help="YYYY-MM-DD, the first local day (default: 6 days before --to)")
+    usage.add_argument("--to", dest="last", help="YYYY-MM-DD, the last local day (default: today)")
+    usage.add_argument("--timezone", help="the zone of the days (default: the user's profile, else the default)")
+    limits = commands.add_parser(
+        "limits", help="set a user's own budgets and rate limit (0: none; omitted: the settings)"
+    )
+    limits.add_argument("--user", required=True, help="the user id")
+    limits.add_argument("--daily-tokens", type=int, help="tokens per local day")
+    limits.add_argument("--daily-cost-usd", type=float, help="estimated USD per local day")
+    limits.add_argument("--requests-per-minute", type=int, help="turns started per minute")
+
+
+def run_usage_command(args: argparse.Namespace) -> int:
+    """`usage` and `limits`, on the configured storage (the local server's database, or the DynamoDB table)."""
+    from agent_core.context import build_table
+    from agent_core.errors import AgentError
+    from agent_core.memory.calendar import zone
+    from agent_core.usage.meter import UsageMeter
+    from agent_core.usage.prices import MICROS_PER_USD
+    from agent_core.usage.report import usage_report
+
+    settings = get_settings()
+    if settings.effective_storage in PROCESS_LOCAL_STORAGE:
+        print("agent-core usage: AGENT_STORAGE=memory has no data outside its process", file=sys.stderr)
+        return 2
+    meter = UsageMeter(build_table(settings), settings)
+
+    async def act() -> dict[str, Any]:
+        if args.command == "limits":
+            overrides = {
+                "dailyTokens": args.daily_tokens,
+                "dailyCostMicros": None if args.daily_cost_usd is None else round(args.daily_cost_usd * MICROS_PER_USD),
+                "requestsPerMinute": args.requests_per_minute,
+            }
+            await meter.limits.put(args.user, {k: v for k, v in overrides.items() if v is not None})
+        named = getattr(args, "timezone", None)
+        if named is None:
+            from agent_core.store.items import profile_key
+
+            profile = await meter.limits.table.get(profile_key(args.user))
+            named = str(profile["timezone"]) if profile and profile.get("timezone") else None
+        tz = zone(named, settings.default_timezone)
+        first, last = getattr(args, "first", None), getattr(args, "last", None)
+        return await usage_report(meter, args.user, first, last, tz, datetime.now(UTC))
+
+    try:
+        report = asyncio.run(act())
+    except AgentError as error:
+        print(f"agent-core {args.command}: {error.message}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2), flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None, *, build: ContextBuilder | None = None) -> int:
     """The command line; `build` makes the `jobs` commands' context from Settings (default: `build_context`;
     tests give their own job handlers or scheduled passes through it)."""
@@ -497,6 +554,7 @@ def main(argv: list[str] | None = None, *, build: ContextBuilder | None = None) 
     chat_cmd.add_argument("--chat", help="open this chat first")
     jobs_cmd = commands.add_parser("jobs", help="run the scheduled jobs or enqueue daily summaries, then wait")
     add_jobs_commands(jobs_cmd)
+    add_usage_commands(commands)
     args = parser.parse_args(argv)
     if args.command == "serve":
         serve(args.host, args.port)
@@ -506,6 +564,8 @@ def main(argv: list[str] | None = None, *, build: ContextBuilder | None = None) 
         return run_chat(args.url, args.token, args.agent, args.chat, sys.stdout)
     elif args.command == "jobs":
         return run_jobs_command(args, jobs_cmd, build)
+    elif args.command in ("usage", "limits"):
+        return run_usage_command(args)
     return 0
 
 

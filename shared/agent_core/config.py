@@ -208,6 +208,39 @@ class Settings(BaseSettings):
         description="The IANA zone of users whose request and profile name none (days, sessions, time queries); "
         "an unknown zone is refused at start-up",
     )
+    usage_prices: dict[str, dict[str, float]] = Field(
+        {"gpt-4.1-mini": {"input": 0.4, "output": 1.6, "cached": 0.1}},
+        alias="AGENT_USAGE_PRICES",
+        description="Estimated prices in USD per million tokens, by model, as JSON: "
+        '`{"model": {"input": 0.4, "output": 1.6, "cached": 0.1}}` (cached: prompt tokens read from the cache); '
+        "a model not listed costs 0 in the usage ledger",
+    )
+    usage_daily_token_budget: int = Field(
+        0,
+        ge=0,
+        alias="AGENT_USAGE_DAILY_TOKEN_BUDGET",
+        description="Tokens (prompt + completion) a user may spend per local day; 0: no budget. A user's "
+        "LIMITS item overrides it",
+    )
+    usage_daily_cost_budget_usd: float = Field(
+        0.0,
+        ge=0,
+        alias="AGENT_USAGE_DAILY_COST_BUDGET_USD",
+        description="Estimated USD a user may spend per local day (from AGENT_USAGE_PRICES); 0: no budget",
+    )
+    usage_requests_per_minute: int = Field(
+        0, ge=0, alias="AGENT_USAGE_REQUESTS_PER_MINUTE", description="Turns a user may start per minute; 0: no limit"
+    )
+    usage_reserve_tokens: int = Field(
+        4096,
+        ge=1,
+        alias="AGENT_USAGE_RESERVE_TOKENS",
+        description="Tokens a turn reserves against the daily budget before the model is called (settled to its "
+        "actual use when it ends): a run's max tokens, the most a budget can be overshot by",
+    )
+    usage_limits_cache_s: int = Field(
+        60, ge=0, alias="AGENT_USAGE_LIMITS_CACHE_S", description="Seconds a user's LIMITS item is cached in a process"
+    )
     idle_timeout_minutes: int = Field(
         30, alias="AGENT_IDLE_TIMEOUT_MINUTES", description="Idle minutes after which a chat's session ends"
     )

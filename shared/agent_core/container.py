@@ -16,6 +16,7 @@ from agent_core.store.blob import BlobStore
 from agent_core.tools.data_links import DataLinks
 from agent_core.tools.mcp import McpCatalog
 from agent_core.tools.service import ToolService
+from agent_core.usage.meter import UsageMeter
 
 
 @dataclass
@@ -31,6 +32,10 @@ class RunDeps:
     mcp: McpCatalog | None = None
     memory: LongTermMemory | None = None  # long-term memory records (search, and the jobs that write them)
     links: DataLinks | None = None  # data-file links; built from `settings` unless given (a test's clock)
+    usage: UsageMeter | None = None  # the usage ledger and budgets (None: nothing is counted or limited)
+    # This process's own queue (the work_queue too, unless SQS takes that): work that must not wait for a
+    # worker yet must not delay the answer, run after it and awaited before a Lambda response ends.
+    in_process: WorkQueue | None = None
 
     def __post_init__(self) -> None:
         if self.links is None:

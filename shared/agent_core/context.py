@@ -42,6 +42,7 @@ from agent_core.tools.mcp import McpCatalog
 from agent_core.tools.registry import ToolRegistry
 from agent_core.tools.service import AuditSink, ToolService
 from agent_core.tracing import configure_tracing, traced_llm
+from agent_core.usage.meter import UsageMeter
 
 
 @dataclass
@@ -201,6 +202,8 @@ def build_context(
         blobs=blobs,
         mcp=McpCatalog(settings, env=settings.environment()),
         memory=LongTermMemory(store.records, embedder or build_embedder(settings)),
+        usage=UsageMeter(table, settings),
+        in_process=background,
     )
     jobs = JobRunner(job_handlers, deps)
     background.serve(jobs)  # the SQS worker runs the same `jobs` (lambda_entry)

@@ -106,6 +106,26 @@ class ServiceUnavailable(AgentError):
     retry_after_s = 1
 
 
+class TooManyRequests(AgentError):
+    """A user's budget or rate limit refuses the turn before the model is called: 429 with Retry-After and, in
+    `data`, what remains of the budget."""
+
+    status = 429
+    type = "rate_limit_error"
+
+    def __init__(self, message: str, *, retry_after_s: int, data: dict[str, Any]) -> None:
+        super().__init__(message, data=data)
+        self.retry_after_s = retry_after_s
+
+
+class BudgetExceeded(TooManyRequests):
+    code = "budget_exceeded"
+
+
+class RateLimited(TooManyRequests):
+    code = "rate_limited"
+
+
 class DeadlineExceeded(AgentError):
     """The turn ran out of time (model hang, a long Retry-After): no answer, 504."""
 

@@ -274,3 +274,28 @@ def test_the_profile_time_zone_is_set_through_the_rest_api_and_validated(stack: 
     assert profile["timezone"] == "Europe/Paris"
     refused = chat.invoke(rest_v1_event("PATCH", "/api/ap/profile", {"timezone": "Mars/Olympus"}, frank))
     assert refused["statusCode"] == 400 and _json(refused)["error"]["code"] == "invalid_timezone"
+
+
+def test_usage_shows_the_callers_runs_under_the_budgets_the_template_sets(
+    stack: DeployedStack, saved: dict[str, Any]
+) -> None:
+    from tests.support.deployed.stack import USAGE_DAILY_COST_USD, USAGE_DAILY_TOKENS, USAGE_REQUESTS_PER_MINUTE
+
+    chat = stack.function("chat")
+    variables = stack.definition("chat").variables
+    assert variables["AGENT_USAGE_DAILY_TOKEN_BUDGET"] == str(USAGE_DAILY_TOKENS)
+    # alice's turn with a tool call (the `saved` fixture) is in her ledger, read through the REST API's route
+    usage = chat.invoke(rest_v1_event("GET", "/api/ap/usage", None, ALICE))
+    assert usage["statusCode"] == 200, usage
+    report = _json(usage)
+    runs = [row for row in report["items"] if row["runs"]]
+    assert sum(row["runs"] for row in runs) >= 1 and sum(row["toolCalls"] for row in runs) >= 1
+    assert {row["model"] for row in runs} == {variables["AGENT_MODEL"]}
+    budget = report["budget"]
+    assert (budget["dailyTokens"], budget["requestsPerMinute"]) == (USAGE_DAILY_TOKENS, USAGE_REQUESTS_PER_MINUTE)
+    assert budget["dailyCostUsd"] == USAGE_DAILY_COST_USD
+    assert 0 < budget["remainingTokens"] < USAGE_DAILY_TOKENS
+    assert 0 < budget["remainingCostUsd"] < USAGE_DAILY_COST_USD  # the template model is priced by default
+    # A malformed range is a 422 with its code
+    bad = chat.invoke(rest_v1_event("GET", "/api/ap/usage", None, ALICE, query={"from": "soon"}))
+    assert bad["statusCode"] == 422 and _json(bad)["error"]["code"] == "invalid_date"

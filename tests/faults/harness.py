@@ -64,6 +64,8 @@ class Harness:
     async def query(self, chat_id: str, message: str, request_id: str) -> Seen:
         body = {"message": message, "chatId": chat_id, "requestId": request_id}
         response = await self.client.post("/api/ap/query", json=body)
+        # The jobs the turn queued (its usage ledger write, after the answer) run before the calls are read.
+        await self.context.background.join()
         if response.status_code != 200:
             return Seen(response.status_code, [], response.json(), response.headers.get("retry-after"))
         return Seen(200, events_in(response.text), None, None)

@@ -21,13 +21,16 @@ WRITE_ATTEMPTS = 5  # AGENT_STORE_WRITE_ATTEMPTS' default: a lasting fault outli
 # The calls of one such turn, in order (the cancel watch's timing-dependent polls aside).
 TURN_CALLS = [
     Call("dynamodb", "BatchGetItem"),  # chat, rolling summary, profile, memory records version
+    Call("dynamodb", "GetItem"),  # the user's LIMITS item (the budget check; cached per process afterwards)
     Call("dynamodb", "TransactWriteItems"),  # request marker, lease, USER message, RUN item, pointer
     Call("dynamodb", "Query"),  # the uncovered history
     Call("s3", "PutObject"),  # spilled: the answer message's content
     Call("s3", "PutObject"),  # spilled: the run's replay snapshot
     Call("dynamodb", "TransactWriteItems"),  # messages, RUN record, lease release
+    Call("dynamodb", "TransactWriteItems"),  # the usage ledger (UsageJob, once per run, after the answer)
 ]
-BEFORE_STREAM = 3  # the first three calls prepare the turn: a failure there is an HTTP error, later a run.error
+LEDGER_WRITE = len(TURN_CALLS)
+BEFORE_STREAM = 4  # the first four calls prepare the turn: a failure there is an HTTP error, later a run.error
 
 CASES = [
     pytest.param(at, kind, times, id=f"{at}-{call}-{kind}-{'once' if times == 1 else 'lasting'}")
@@ -63,7 +66,10 @@ async def test_storage_fault_at_every_call(harness: Harness, at: int, kind: str,
     assert plan.injected, "the fault was not injected"
     outcome = await check_turn(harness, chat_id, QUESTION, ANSWER, seen)
     call = TURN_CALLS[at - 1]
-    if times == 1 and (call.operation in WRITES or call.service == "s3"):
+    if at == LEDGER_WRITE:
+        # The ledger write is a job queued after the answer is stored: even a lasting fault there is not the user's.
+        assert outcome == "run.complete", outcome
+    elif times == 1 and (call.operation in WRITES or call.service == "s3"):
         # A passing fault on a write is absorbed (retried, or re-read when ambiguous): the user gets the answer.
         assert outcome == "run.complete", outcome
     elif times == 1:
@@ -73,7 +79,7 @@ async def test_storage_fault_at_every_call(harness: Harness, at: int, kind: str,
 
 @pytest.mark.parametrize(
     ("at", "kind"),
-    [(2, "lost_response"), (2, "throttle"), (3, "timeout"), (4, "server_error"), (6, "throttle"), (6, "lost_response")],
+    [(3, "lost_response"), (3, "throttle"), (4, "timeout"), (5, "server_error"), (7, "throttle"), (7, "lost_response")],
 )
 async def test_the_client_retry_of_a_failed_turn_answers_with_the_message_stored_once(
     harness: Harness, at: int, kind: str

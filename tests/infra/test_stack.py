@@ -359,6 +359,7 @@ def test_chat_routes_of_the_readme_api_table(dev: Synth) -> None:
         "/api/ap/chat/{chatId}/end": ("POST",),
         "/api/ap/agents": ("GET",),
         "/api/ap/profile": ("GET", "DELETE"),
+        "/api/ap/usage": ("GET",),
     }.items():
         for verb in verbs:
             assert (path, verb) in methods
@@ -525,7 +526,8 @@ def test_future_functions_each_need_one_entry(grown: Synth) -> None:
         },
     )
     alarms = grown.resources("AWS::CloudWatch::Alarm")
-    assert len(alarms) == 2 * len(FUNCTIONS + FUTURE) + 2  # errors + throttles each, API 5xx, dead letters
+    # errors + throttles each, API 5xx, dead letters, usage denials and spend
+    assert len(alarms) == 2 * len(FUNCTIONS + FUTURE) + 4
 
 
 def test_job_functions_consume_the_queue_and_run_on_schedules(dev: Synth) -> None:
@@ -569,9 +571,38 @@ def test_alarms_and_dashboard(dev: Synth) -> None:
     assert {a["Properties"]["MetricName"] for a in chat_alarms} == {"Errors", "Throttles"}
     _, dashboard = _only(dev, "AWS::CloudWatch::Dashboard")
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
-    for metric in ("TimeToFirstToken", "PromptTokens", "CompletionTokens", "ToolCalls"):
+    for metric in ("TimeToFirstToken", "PromptTokens", "CompletionTokens", "ToolCalls", "EstimatedCostMicroUsd"):
         assert metric in body
     assert "AgentCore" in body
+
+
+def test_usage_alarms_watch_refused_turns_and_the_spend(dev: Synth) -> None:
+    alarms = {
+        a["Properties"]["AlarmDescription"]: a["Properties"] for a in dev.resources("AWS::CloudWatch::Alarm").values()
+    }
+    [denials] = [p for d, p in alarms.items() if d.startswith("usage: 20+ turns refused")]
+    assert denials["Threshold"] == 20
+    assert {m.get("MetricStat", {}).get("Metric", {}).get("MetricName") for m in denials["Metrics"]} >= {
+        "BudgetDenials",
+        "RateLimitDenials",
+    }
+    [spend] = [p for d, p in alarms.items() if d.startswith("usage: estimated spend")]
+    [stat] = [m["MetricStat"] for m in spend["Metrics"]]
+    assert (stat["Metric"]["MetricName"], stat["Metric"]["Namespace"]) == ("EstimatedCostMicroUsd", "AgentCore")
+    assert (stat["Period"], stat["Stat"]) == (3600, "Sum")
+    assert spend["Threshold"] == 10_000_000
+
+
+def test_usage_budgets_reach_the_llm_functions_only_when_set(dev: Synth) -> None:
+    for name in ("chat", "stream", "worker"):
+        assert "AGENT_USAGE_DAILY_TOKEN_BUDGET" not in _fn(dev, name)[1]["Properties"]["Environment"]["Variables"]
+    budgeted = _synth({"usageDailyTokenBudget": 50000, "usageRequestsPerMinute": 12})
+    for name in ("chat", "stream", "worker"):
+        variables = _fn(budgeted, name)[1]["Properties"]["Environment"]["Variables"]
+        assert variables["AGENT_USAGE_DAILY_TOKEN_BUDGET"] == "50000"
+        assert variables["AGENT_USAGE_REQUESTS_PER_MINUTE"] == "12"
+        assert "AGENT_USAGE_DAILY_COST_BUDGET_USD" not in variables
+    assert "AGENT_USAGE_DAILY_TOKEN_BUDGET" not in _fn(budgeted, "submit")[1]["Properties"]["Environment"]["Variables"]
 
 
 # --- cdk-nag and cfn-lint -------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import httpx
 
 from agent_core.api import routes
 from agent_core.api.app import build_app
+from agent_core.api.auth import LOCAL_USER
 from agent_core.context import build_context
 from agent_core.store.memory_table import MemoryTable
 from tests.support.fake_llm import Reply, ScriptedLlm
@@ -95,12 +97,19 @@ async def test_agents_list_and_the_stateless_chain_endpoint(tmp_path: Path) -> N
         }
         response = await client.post("/api/chat/stream", json=body)
         assert response.status_code == 200
+        await context.background.join()
     events = events_in(response.text)
     assert [e["type"] for e in events if e["type"] == "react.step"] == ["react.step"]
     assert text(events) == "Forty-two." and events[-1]["type"] == "run.complete"
     sent = llm.requests[0].messages
     assert [m["content"] for m in sent if m["role"] in ("user", "assistant")][:3] == ["hi", "hello", "answer?"]
-    assert table.item_count() == 0, "the stateless endpoint stores nothing"
+    # The stateless endpoint stores nothing of the chat; its model use is counted as any run's is (the usage
+    # ledger, once per run: the run's marker, the day's row and the day's budget item) and nothing else.
+    assert context.deps.usage is not None
+    today = datetime.now(UTC).date().isoformat()
+    [row] = await context.deps.usage.ledger.rows(LOCAL_USER, today, today)
+    assert row.runs == 1
+    assert table.item_count() == 3, "the stateless endpoint stores nothing but its usage record"
 
 
 def test_invalid_agent_yaml_refuses_to_start(tmp_path: Path) -> None:

@@ -61,7 +61,9 @@ def _objects(blobs: S3BlobStore) -> list[str]:
     return [o["Key"] for o in listed.get("Contents", [])]
 
 
-async def _busy_chat(client: httpx.AsyncClient, table: DynamoTable, blobs: S3BlobStore) -> tuple[str, list[str]]:
+async def _busy_chat(
+    context: AppContext, client: httpx.AsyncClient, table: DynamoTable, blobs: S3BlobStore
+) -> tuple[str, list[str]]:
     """A chat with turns, a data file and spilled replay snapshots; returns (chat id, run ids)."""
     cid = (await client.post("/api/v1/conversations", json={})).json()["conversationId"]
     runs: list[str] = []
@@ -69,6 +71,10 @@ async def _busy_chat(client: httpx.AsyncClient, table: DynamoTable, blobs: S3Blo
         message = "save it as notes.txt: hello" if turn == 0 else f"message {turn}"
         answered = await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": message})
         assert answered.status_code == 200, answered.text
+        # The jobs the turn queued (its usage ledger write, compaction) are done before the next call: their
+        # storage calls are not the deletion's, and in-process moto is not thread-safe (a TransactWriteItems
+        # deep-copies the table while another thread writes: RuntimeError, a 500 on the next turn).
+        await context.background.join()
     for item in _items(table):
         if item["pk"]["S"] == f"CHAT#{cid}" and item["sk"]["S"].startswith("RUN#"):
             runs.append(item["sk"]["S"].removeprefix("RUN#"))
@@ -86,11 +92,11 @@ def _owned(table: DynamoTable, blobs: S3BlobStore, cid: str, runs: list[str]) ->
 
 
 async def test_deletion_removes_everything_the_chat_owns(
-    client: httpx.AsyncClient, table: DynamoTable, blobs: S3BlobStore
+    context: AppContext, client: httpx.AsyncClient, table: DynamoTable, blobs: S3BlobStore
 ) -> None:
     # Given a chat with messages, runs (each with its own partition), a data file and spilled snapshots
-    cid, runs = await _busy_chat(client, table, blobs)
-    other, _ = await _busy_chat(client, table, blobs)
+    cid, runs = await _busy_chat(context, client, table, blobs)
+    other, _ = await _busy_chat(context, client, table, blobs)
     items, objects = _owned(table, blobs, cid, runs)
     assert len(runs) == TURNS and len(items) > 50
     assert any(k.startswith("data/") for k in objects) and sum(k.startswith("snapshots/") for k in objects) == TURNS
@@ -117,6 +123,7 @@ async def test_deletion_removes_everything_the_chat_owns(
     ],
 )
 async def test_a_retry_after_a_storage_fault_finishes_the_deletion(
+    context: AppContext,
     client: httpx.AsyncClient,
     table: DynamoTable,
     blobs: S3BlobStore,
@@ -124,7 +131,7 @@ async def test_a_retry_after_a_storage_fault_finishes_the_deletion(
     operation: str,
     failing: tuple[int, ...],
 ) -> None:
-    cid, runs = await _busy_chat(client, table, blobs)
+    cid, runs = await _busy_chat(context, client, table, blobs)
     boto = blobs.client if service == "s3" else table.client
     # When a storage call fails part-way through the deletion
     with failing_call(boto, service, operation, *failing) as fault:
@@ -142,9 +149,9 @@ async def test_a_retry_after_a_storage_fault_finishes_the_deletion(
 
 
 async def test_openai_conversation_deletion_is_complete_too(
-    client: httpx.AsyncClient, table: DynamoTable, blobs: S3BlobStore
+    context: AppContext, client: httpx.AsyncClient, table: DynamoTable, blobs: S3BlobStore
 ) -> None:
-    cid, runs = await _busy_chat(client, table, blobs)
+    cid, runs = await _busy_chat(context, client, table, blobs)
     deleted = await client.delete(f"/v1/conversations/{cid}")
     assert deleted.json() == {"id": cid, "object": "conversation.deleted", "deleted": True}
     assert _owned(table, blobs, cid, runs) == ([], [])

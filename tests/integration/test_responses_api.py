@@ -289,11 +289,15 @@ def test_a_blocking_response_whose_end_cannot_be_stored_answers_503_with_retry_a
 ) -> None:
     ddb = moto_table._client_factory()
     with _app_client(openai_stub, moto_table, AGENT_STORE_RETRY_BASE_MS="1") as client:
-        # A clean blocking response, to number its storage calls: the last transaction is its end
+        # A clean blocking response, to number its storage calls (after a first one, which also reads the
+        # user's usage limits, cached from then on): the last transaction but one is its end, the last the
+        # usage ledger's record, written after the answer
+        assert client.responses.create(model="main-agent", input="store this").status == "completed"
         recorded = FaultPlan().install(ddb)
         assert client.responses.create(model="main-agent", input="store this").status == "completed"
         recorded.uninstall()
-        last = max(n for n, call in enumerate(recorded.calls, start=1) if call.operation == "TransactWriteItems")
+        transactions = [n for n, call in enumerate(recorded.calls, start=1) if call.operation == "TransactWriteItems"]
+        last = transactions[-2]
         # The same request whose end (answer, run record, lease release) fails through every retry
         plan = FaultPlan(kind="server_error", at=last, times=WRITE_ATTEMPTS).install(ddb)
         try:

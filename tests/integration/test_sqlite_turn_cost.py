@@ -35,6 +35,10 @@ from tests.support.fixtures import make_settings
 MAX_SELECTS_PER_TURN = 12
 MAX_READ_TRANSACTIONS_PER_TURN = 1
 WRITE_TRANSACTIONS_PER_TURN = 2
+# Since the usage ledger, each run also queues one ledger write (the UsageJob, after the answer is stored): one
+# more write transaction, made by the job the test joins, not on the answer's path.
+LEDGER_WRITE_TRANSACTIONS_PER_RUN = 1
+LEDGER_SELECTS_PER_RUN = 3  # its transaction's three items: the run's marker, the day's row, the day's budget
 # A lock holder lets go by itself after this long: if a write ever waited for a lock on the event loop, the
 # loop would be stuck until then and the write done when the test looks (a failure, not a hang).
 HOLD_AT_MOST_S = 10
@@ -88,13 +92,14 @@ async def test_a_plain_turn_makes_two_write_transactions_few_reads_and_no_thread
 
     assert result.assistant_message == "ok"
     # The USER message is committed before the model call and the answer before the run completes: two write
-    # transactions; a one-statement read (the history query) needs no transaction of its own.
+    # transactions (and the run's usage ledger write, a job); a one-statement read (the history query) needs no
+    # transaction of its own.
     writes = trace.count("BEGIN IMMEDIATE")
     reads = trace.count("BEGIN") - writes
-    assert writes == WRITE_TRANSACTIONS_PER_TURN
+    assert writes == WRITE_TRANSACTIONS_PER_TURN + LEDGER_WRITE_TRANSACTIONS_PER_RUN
     assert reads <= MAX_READ_TRANSACTIONS_PER_TURN
     assert trace.count("COMMIT") == writes + reads
-    assert trace.count("SELECT") <= MAX_SELECTS_PER_TURN
+    assert trace.count("SELECT") <= MAX_SELECTS_PER_TURN + LEDGER_SELECTS_PER_RUN
     # Uncontended, every statement ran on the event loop's thread: no hop to a worker and back.
     assert trace.off_loop() == []
 

@@ -184,11 +184,15 @@ async def test_a_turn_with_two_tools_and_a_job_is_one_linked_trace(spans: InMemo
     assert all(c.name == f"chat {c.attributes['gen_ai.request.model']}" for c in chats)
     assert all(c.attributes["gen_ai.provider.name"] == "agent_core" for c in chats)  # the offline setting
 
-    # request -> queue -> job -> the job's model call
-    [send] = [s for s in finished if s.kind == SpanKind.PRODUCER]
-    [job] = [s for s in finished if s.kind == SpanKind.CONSUMER]
-    assert request in _ancestors(send, finished) and _parent(job) == send.context.span_id
-    assert send.attributes["agent_core.job.kind"] == job.attributes["agent_core.job.kind"] == "compact"
+    # request -> queue -> job -> the job's model call. The run also queues its usage ledger write (a job of
+    # its own, after the answer): linked the same way, and it calls no model.
+    sends = {s.attributes["agent_core.job.kind"]: s for s in finished if s.kind == SpanKind.PRODUCER}
+    jobs = {s.attributes["agent_core.job.kind"]: s for s in finished if s.kind == SpanKind.CONSUMER}
+    assert sorted(sends) == sorted(jobs) == ["compact", "usage"]
+    for kind, job in jobs.items():
+        assert request in _ancestors(sends[kind], finished) and _parent(job) == sends[kind].context.span_id, kind
+    job = jobs["compact"]
+    assert not [c for c in chats if _parent(c) == jobs["usage"].context.span_id]
     [summary_call] = [c for c in chats if _parent(c) == job.context.span_id]
     assert summary_call.attributes["agent_core.llm.purpose"] == "summarize"
 

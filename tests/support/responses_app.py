@@ -91,10 +91,14 @@ def other_fixture(base_url: str) -> openai.OpenAI:
     return openai.OpenAI(base_url=base_url, api_key="user-b", max_retries=0, timeout=30)
 
 
+# The usage ledger's items (docs/operations.md): every run, stored or stateless, is counted under its user.
+USAGE_ITEMS = ("USAGE#", "USAGEMARK#", "BUDGET#", "LIMITS")
+
+
 def table_items(context: AppContext) -> int:
-    """Items in the moto table (tests only: no request path scans)."""
+    """Conversation items in the moto table, the usage ledger's aside (tests only: no request path scans)."""
     scan = boto3.client("dynamodb", region_name="us-east-1").scan(TableName=context.settings.table_name)
-    return int(scan["Count"])
+    return sum(not item["sk"]["S"].startswith(USAGE_ITEMS) for item in scan["Items"])
 
 
 def chat_messages(request: dict[str, Any]) -> list[tuple[str, str]]:

@@ -69,6 +69,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "memory_embedding_dimensions": ("256", 256),  # 64-3072
     "memory_recall_min_similarity": ("0.35", 0.35),  # a cosine, 0-1
     "default_timezone": ("Europe/Paris", "Europe/Paris"),
+    "usage_prices": ('{"m1": {"input": 1, "output": 2.5}}', {"m1": {"input": 1.0, "output": 2.5}}),
 }
 
 # Settings that are valid only with another one (the clock override is a dev-stage feature).

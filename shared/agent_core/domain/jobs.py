@@ -10,6 +10,8 @@ from typing import Annotated, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from agent_core.domain.models import Usage
+
 
 class _Job(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -26,6 +28,7 @@ class CompactJob(_Job):
     kind: Literal["compact"] = "compact"
     chat_id: str
     model: str
+    user_id: str = ""  # the chat's owner, whose usage ledger counts the summary ('' from older senders)
 
 
 class SessionSummaryJob(_Job):
@@ -74,8 +77,24 @@ class ResponseJob(_Job):
     user_id: str
 
 
+class UsageJob(_Job):
+    """Add what one run or job spent to its user's usage ledger (at most once per `marker`)."""
+
+    kind: Literal["usage"] = "usage"
+    user_id: str
+    day: str  # yyyy-mm-dd in the user's zone
+    model: str
+    marker: str  # `run:{runId}`, or a job's own id
+    usage: Usage
+    runs: int = 0
+    jobs: int = 0
+    tool_calls: int = 0
+    reserved_tokens: int = 0
+    reserved_cost_micros: int = 0
+
+
 Job = Annotated[
-    CompactJob | SessionSummaryJob | ProfileJob | DailySummaryJob | ResponseJob | MemoryRecordsJob,
+    CompactJob | SessionSummaryJob | ProfileJob | DailySummaryJob | ResponseJob | MemoryRecordsJob | UsageJob,
     Field(discriminator="kind"),
 ]
 JOB_ADAPTER: TypeAdapter[Job] = TypeAdapter(Job)

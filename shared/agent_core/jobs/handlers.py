@@ -13,13 +13,22 @@ from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from agent_core.container import RunDeps
-from agent_core.domain.jobs import CompactJob, DailySummaryJob, Job, MemoryRecordsJob, ProfileJob, SessionSummaryJob
+from agent_core.domain.jobs import (
+    CompactJob,
+    DailySummaryJob,
+    Job,
+    MemoryRecordsJob,
+    ProfileJob,
+    SessionSummaryJob,
+    UsageJob,
+)
 from agent_core.jobs.compaction import compact_chat
 from agent_core.jobs.daily import run_daily_summary, summarize_day
 from agent_core.jobs.memory_records import index_chat
 from agent_core.jobs.profile import extract_profile
 from agent_core.jobs.report import JobReport
 from agent_core.jobs.session_summaries import run_idle_sessions, summarize_session
+from agent_core.jobs.usage import record_usage, run_metered
 from agent_core.tracing import job_span
 
 Handler = Callable[[RunDeps, Any], Awaitable[bool | None]]
@@ -34,6 +43,7 @@ JOB_HANDLERS: HandlerMap = {
     ProfileJob: extract_profile,
     DailySummaryJob: summarize_day,
     MemoryRecordsJob: index_chat,
+    UsageJob: record_usage,
 }
 """The jobs of this package. `ResponseJob` (a background /v1/responses run, jobs/responses.py) is added by the
 composition root, bound to its ResponseStore."""
@@ -55,7 +65,7 @@ class JobRunner:
         if handler is None:
             raise UnknownJob(f"no handler for {job.kind} jobs")
         with job_span(job.kind, job.traceparent, job.tracestate):
-            return await handler(self.deps, job)
+            return await run_metered(self.deps, job, handler)
 
 
 ScheduledJob = Literal["idle_sessions", "daily_summary"]

@@ -11,8 +11,10 @@ from agent_core.domain.events import Event, RunError
 from agent_core.domain.ids import sortable_id
 from agent_core.domain.models import Message, Role, RunStatus, ToolCallRecord, TurnResult, Usage
 from agent_core.observability import metrics
-from agent_core.runtime.turn import PreparedTurn, release_failed_run
+from agent_core.runtime.release import release_failed_run
+from agent_core.runtime.turn import PreparedTurn
 from agent_core.store.retry import retry_write, write_backoff
+from agent_core.usage.meter import enqueue_usage, run_usage_job
 
 
 @dataclass
@@ -72,6 +74,10 @@ async def persist_run(
     await retry_write(lambda: turn.deps.store.finish_turn(run, messages, run.ended_at or 0), backoff, "finish_turn")
     turn.result = run.result
     _emit_metrics(turn)
+    # The ledger record, queued in this process: written after the answer is sent, once per run.
+    if turn.reservation is not None:
+        queue = turn.deps.in_process or turn.deps.work_queue
+        await enqueue_usage(queue, run_usage_job(run, turn.reservation, len(outcome.records)))
 
 
 async def abandon_run(turn: PreparedTurn, error: RunError, entries: list[dict[str, Any]]) -> None:

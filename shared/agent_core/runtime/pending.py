@@ -15,9 +15,12 @@ import contextlib
 from collections.abc import AsyncGenerator
 from typing import Protocol, cast
 
+from agent_core.domain.events import RunCancel
+from agent_core.domain.models import RunStatus
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import DISCONNECTED, TurnRunner
-from agent_core.runtime.turn import PreparedTurn, release_unstarted_turn
+from agent_core.runtime.release import release_run
+from agent_core.runtime.turn import PreparedTurn
 
 
 class HeldTurn(Protocol):
@@ -53,3 +56,11 @@ class PendingTurn:
         self.started = True
         await release_unstarted_turn(self.prepared, DISCONNECTED)
         self.ended.set()
+
+
+async def release_unstarted_turn(turn: PreparedTurn, reason: str) -> None:
+    """A prepared turn whose events never started (its client left before the first byte): the run ends
+    cancelled, as a disconnect mid-stream ends it, with a replay of its question; its lease is freed."""
+    run = turn.run
+    run.status, run.result = RunStatus.CANCELLED, None
+    await release_run(turn.deps, run, RunCancel(reason=reason), turn.clock_ms(), turn.request.stored_message)

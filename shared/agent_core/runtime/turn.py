@@ -7,9 +7,9 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 from agent_core.container import RunDeps
-from agent_core.domain.events import Event, RunCancel, RunError
 from agent_core.domain.ids import new_chat_id, new_run_id, now_ms, sortable_id
 from agent_core.domain.jobs import CompactJob
 from agent_core.domain.models import Chat, Kind, Message, Profile, Role, Run, RunStatus, Summary, TurnResult
@@ -28,12 +28,13 @@ from agent_core.memory.compaction import CompactionPolicy, needs_compaction
 from agent_core.memory.profile import profile_block
 from agent_core.memory.recall import recall_block
 from agent_core.memory.session_rules import plan_session
-from agent_core.observability import logger
 from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.interrupted import settle_interrupted_run
-from agent_core.runtime.replay import ended_unstarted
+from agent_core.runtime.release import release_failed_run
 from agent_core.store.base import DuplicateRequest, RecentMessages, SessionChanged
 from agent_core.store.retry import retry_write, write_backoff
+from agent_core.usage.budget import Reservation
+from agent_core.usage.meter import Admission
 
 CHAT_NAME_CHARS = 30
 
@@ -78,6 +79,7 @@ class PreparedTurn:
     created_chat: bool = False
     result: TurnResult | None = field(default=None)
     extra_system: list[str] = field(default_factory=list)  # e.g. the user profile block
+    reservation: Reservation | None = None  # what the turn reserved of its user's budget (settled when it ends)
     timezone: str = "UTC"
     at_ms: int = 0  # "now" of this turn (X-Agent-Now may set it); the run's clock advances from it
 
@@ -116,12 +118,15 @@ def chat_name(message: str) -> str:
 
 
 async def _open_chat(
-    deps: RunDeps, req: TurnRequest, at_ms: int
+    deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admission
 ) -> tuple[Chat, Summary | None, Profile | None, bool, str | None]:
-    """The chat (created when the request names none), its summary, the profile, whether it was created, and the
-    user's memory records' version (read with the context; None for a new chat: read when recalled)."""
+    """The turn's chat (opened for a first message), summary, profile, whether it was created, and the user's
+    memory records' version (None for a new chat: read when recalled); the budget is checked before the chat
+    is opened."""
     chat_id = req.chat_id
     if chat_id is None:
+        profile = await deps.store.get_profile(req.user_id)
+        await admission.admit(_model(deps, req, deps.agents.get(req.agent_key)), _zone(deps, req, profile))
         chat = Chat(
             chat_id=new_chat_id(),
             user_id=req.user_id,
@@ -134,12 +139,23 @@ async def _open_chat(
         # retry in that chat: begin_turn's request marker then answers it (result, 409, or a rerun).
         opened = await deps.store.create_chat(chat, request_id=req.request_id)
         if opened.chat_id == chat.chat_id:
-            return chat, None, await deps.store.get_profile(req.user_id), True, None
+            return chat, None, profile, True, None
         chat_id = opened.chat_id
     context = await deps.store.load_turn_context(chat_id, req.user_id)
     if context is None:
         raise NotFound("conversation not found", param=req.chat_param, code="conversation_not_found")
+    agent = deps.agents.get(req.agent_key or context.chat.agent_key)
+    await admission.admit(_model(deps, req, agent), _zone(deps, req, context.profile))
     return context.chat, context.summary, context.profile, False, context.records_version
+
+
+def _model(deps: RunDeps, req: TurnRequest, agent: AgentDefinition) -> str:
+    return req.model or agent.model or deps.settings.model
+
+
+def _zone(deps: RunDeps, req: TurnRequest, profile: Profile | None) -> ZoneInfo:
+    """The turn's zone: the request's, else the profile's, else the default."""
+    return zone(req.timezone or (profile.timezone if profile else None), deps.settings.default_timezone)
 
 
 def history_limit(deps: RunDeps) -> int:
@@ -151,15 +167,31 @@ def history_limit(deps: RunDeps) -> int:
 async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnResult:
     """Everything that can fail with an HTTP status happens here, before any event is produced.
 
-    Returns the stored result when the requestId was already answered.
+    Returns the stored result when the requestId was already answered. The user's budget and rate limit are
+    checked before the turn writes anything (429); a turn that does not go on to the model gives its
+    reservation back.
     """
-    s = deps.settings
     if not req.continuation:
-        validate_message(req.message, s.max_message_bytes)
+        validate_message(req.message, deps.settings.max_message_bytes)
     at_ms = to_ms(req.now) if req.now else now_ms()
-    chat, summary, profile, created, records_version = await _open_chat(deps, req, at_ms)
+    admission = Admission(deps.usage, req.user_id, at_ms)
+    try:
+        prepared = await _prepare(deps, req, at_ms, admission)
+    except BaseException:
+        await asyncio.shield(admission.release())
+        raise
+    if isinstance(prepared, TurnResult):  # a replayed requestId: the model is not called
+        await admission.release()
+    else:
+        prepared.reservation = admission.reservation
+    return prepared
+
+
+async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admission) -> PreparedTurn | TurnResult:
+    s = deps.settings
+    chat, summary, profile, created, records_version = await _open_chat(deps, req, at_ms, admission)
     agent = deps.agents.get(req.agent_key or chat.agent_key)
-    tz = zone(req.timezone or (profile.timezone if profile else None), s.default_timezone)
+    tz = _zone(deps, req, profile)
     run_id = new_run_id()
     run = Run(
         run_id=run_id,
@@ -168,7 +200,7 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
         request_id=req.request_id or run_id,
         agent_key=agent.key,
         agent_version=agent.version,
-        model=req.model or agent.model or s.model,
+        model=_model(deps, req, agent),
         started_at=at_ms,
         lease_at=now_ms() if req.now else None,  # the lease is on the wall clock whatever "now" says
     )
@@ -242,37 +274,6 @@ async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnRe
     return prepared
 
 
-async def release_failed_run(
-    deps: RunDeps, run: Run, code: str, message: str, at_ms: int, question: str | None = None
-) -> None:
-    """Record a run that cannot go on as failed and free its lease (best effort, retried; storage may be
-    the very thing failing, and then the lease, no longer renewed, expires on its own).
-
-    A run that never streamed gets a replay of its question and its error.
-    """
-    run.status, run.result = RunStatus.FAILED, None
-    run.error_code, run.error_message = code, message
-    await _release_run(deps, run, RunError(code=code, message=message), at_ms, question)
-
-
-async def release_unstarted_turn(turn: PreparedTurn, reason: str) -> None:
-    """A prepared turn whose events never started (its client left before the first byte): the run ends
-    cancelled, as a disconnect mid-stream ends it, with a replay of its question; its lease is freed."""
-    run = turn.run
-    run.status, run.result = RunStatus.CANCELLED, None
-    await _release_run(turn.deps, run, RunCancel(reason=reason), turn.clock_ms(), turn.request.stored_message)
-
-
-async def _release_run(deps: RunDeps, run: Run, terminal: Event, at_ms: int, question: str | None) -> None:
-    run.ended_at = run.ended_at or at_ms
-    if run.snapshot is None:
-        run.snapshot = ended_unstarted(run, terminal, at_ms, question)
-    try:
-        await retry_write(lambda: deps.store.abandon_turn(run), write_backoff(deps.settings), "abandon_turn")
-    except Exception:
-        logger.exception("could not release the run's lease", extra={"runId": run.run_id})
-
-
 async def _after_begin(deps: RunDeps, chat: Chat, plan: SessionPlan, at_ms: int) -> None:
     """The session this turn ended is summarised in the background; a dead run's lease it took is failed."""
     if plan.close is not None:
@@ -288,4 +289,6 @@ async def _maybe_compact(turn: PreparedTurn) -> None:
     policy = CompactionPolicy(window=s.memory_window, compact_after=s.memory_compact_after)
     uncovered = sum(1 for m in turn.history.items if m.kind == Kind.NORMAL)
     if turn.history.truncated or needs_compaction(uncovered, policy):
-        await turn.deps.work_queue.enqueue(CompactJob(chat_id=turn.chat.chat_id, model=turn.run.model))
+        await turn.deps.work_queue.enqueue(
+            CompactJob(chat_id=turn.chat.chat_id, model=turn.run.model, user_id=turn.chat.user_id)
+        )

@@ -149,6 +149,30 @@ def idempotency_key(user_id: str, key: str) -> Key:
     return {PK: user_pk(user_id), SK: f"IDEMPOTENCY#{key}"}
 
 
+# The usage ledger and budgets (agent_core.usage): per user, in the user's partition.
+USAGE_PREFIX = "USAGE#"  # USAGE#{day}#{model}: one ledger row per (local day, model)
+USAGE_END = "USAGE#~"
+
+
+def usage_key(user_id: str, day: str, model: str) -> Key:
+    return {PK: user_pk(user_id), SK: f"{USAGE_PREFIX}{day}#{model}"}
+
+
+def usage_mark_key(user_id: str, marker: str) -> Key:
+    """The marker of one recorded run or job: its usage is added to the ledger at most once."""
+    return {PK: user_pk(user_id), SK: f"USAGEMARK#{marker}"}
+
+
+def budget_key(user_id: str, day: str) -> Key:
+    """A user's spend of one local day (reservations included) and their requests per minute."""
+    return {PK: user_pk(user_id), SK: f"BUDGET#{day}"}
+
+
+def limits_key(user_id: str) -> Key:
+    """A user's own budgets and rate limit, overriding the settings."""
+    return {PK: user_pk(user_id), SK: "LIMITS"}
+
+
 # ----- shapes -----
 
 

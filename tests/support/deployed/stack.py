@@ -41,6 +41,11 @@ class FunctionReport:
     allowed: set[str]
 
 
+USAGE_DAILY_TOKENS = 1_000_000
+USAGE_REQUESTS_PER_MINUTE = 600
+USAGE_DAILY_COST_USD = 100.0
+
+
 @dataclass
 class DeployedStack:
     runtime: build.Runtime
@@ -64,7 +69,15 @@ class DeployedStack:
             raise UnsupportedRuntime(f"{runtime.note}: the stack deploys Python {'/'.join(SUPPORTED_RUNTIMES)} only")
         llm = OpenAiStub().start()
         outdir = build.BUILD_DIR / "cdk.out"
-        base = {"architecture": build.ARCHITECTURE, "pythonRuntime": runtime.version, "openaiBaseUrl": llm.base_url}
+        base = {
+            "architecture": build.ARCHITECTURE,
+            "pythonRuntime": runtime.version,
+            "openaiBaseUrl": llm.base_url,
+            # Budgets every turn of the tier is admitted under (a conditional UpdateItem before the model call).
+            "usageDailyTokenBudget": USAGE_DAILY_TOKENS,
+            "usageRequestsPerMinute": USAGE_REQUESTS_PER_MINUTE,
+            "usageDailyCostBudgetUsd": USAGE_DAILY_COST_USD,
+        }
         synthesis = build.synthesize(base, outdir)
         synthesized = {DEFAULT_VARIANT: synthesis}
         for name, context in (variants or {}).items():

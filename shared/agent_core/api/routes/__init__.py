@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     local: tuple[APIRouter, ...]
 
 _GROUPS: dict[str, tuple[str, ...]] = {
-    "chat": ("conversations", "history", "agents", "profile", "memory"),
+    "chat": ("conversations", "history", "agents", "profile", "memory", "usage"),
     "stream_routes": (
         "stream",
         "chat_stream",

@@ -18,7 +18,9 @@ from agent_core.errors import AgentError
 from agent_core.observability import logger
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import DISCONNECTED, TurnRunner
-from agent_core.runtime.turn import PreparedTurn, release_failed_run, release_unstarted_turn
+from agent_core.runtime.pending import release_unstarted_turn
+from agent_core.runtime.release import release_failed_run
+from agent_core.runtime.turn import PreparedTurn
 from agent_core.store.responses import ResponseRecord, ResponseStore
 from agent_core.wires.encoder import encoded
 from agent_core.wires.responses.encoder import ResponsesEncoder

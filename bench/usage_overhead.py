@@ -1,0 +1,161 @@
+"""What the usage budgets add to a turn: the admission's latency before the model call (the only part on the
+answer's path), the ledger record's after it, and the DynamoDB calls a turn makes with budgets on.
+
+Latency: `UsageMeter.admit` (a cached LIMITS read, then one conditional UpdateItem ADD) and `Ledger.record` (one
+TransactWriteItems) timed alone, many times, on the in-memory table, the embedded SQLite table and moto.
+Calls: the `bench.ddb_calls` split (before / after the first LLM request) of plain turns on moto with a token
+budget, a cost budget and a rate limit all set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from agent_core.context import build_context
+from agent_core.domain.models import Run, Usage
+from agent_core.runtime.blocking import run_blocking
+from agent_core.runtime.turn import TurnRequest
+from agent_core.store.memory_table import MemoryTable
+from agent_core.store.sqlite_db import SqliteDatabase
+from agent_core.store.sqlite_table import SqliteTable
+from agent_core.store.table import Table
+from agent_core.usage.ledger import UsageRecord
+from agent_core.usage.meter import UsageMeter
+from bench.common import (
+    READ_OPS,
+    USER_MESSAGE,
+    WRITE_OPS,
+    DdbCallLog,
+    FakeLlm,
+    after_turn,
+    make_settings,
+    moto_aws,
+    moto_table,
+    open_chat,
+    percentile,
+    quiet_observability,
+)
+
+BUDGETS = {
+    "AGENT_USAGE_DAILY_TOKEN_BUDGET": 10**12,
+    "AGENT_USAGE_DAILY_COST_BUDGET_USD": 10**6,
+    "AGENT_USAGE_REQUESTS_PER_MINUTE": 10**9,
+}
+TARGET_P95_MS = 3.0
+UTC = ZoneInfo("UTC")
+
+
+async def _time(meter: UsageMeter, turns: int) -> dict[str, float]:
+    admit: list[float] = []
+    record: list[float] = []
+    now_ms = int(time.time() * 1000)
+    for n in range(turns):
+        run = Run(run_id=f"r{n}", chat_id="c", user_id="bench", request_id=f"q{n}", model="gpt-4.1-mini", started_at=0)
+        start = time.perf_counter()
+        reservation = await meter.admit(run, now_ms, UTC)
+        admit.append((time.perf_counter() - start) * 1000)
+        usage = Usage(prompt_tokens=1200, completion_tokens=200)
+        entry = UsageRecord("bench", reservation.day, run.model, f"run:{run.run_id}", usage, runs=1)
+        start = time.perf_counter()
+        await meter.ledger.record(entry)
+        record.append((time.perf_counter() - start) * 1000)
+        after_turn()
+    return {
+        "admit_p50_ms": round(percentile(admit, 50), 3),
+        "admit_p95_ms": round(percentile(admit, 95), 3),
+        "record_p50_ms": round(percentile(record, 50), 3),
+        "record_p95_ms": round(percentile(record, 95), 3),
+    }
+
+
+def _latency(turns: int) -> dict[str, dict[str, float]]:
+    settings = make_settings(**BUDGETS)
+    out: dict[str, dict[str, float]] = {}
+    tables: dict[str, Table] = {"memory": MemoryTable()}
+    with tempfile.TemporaryDirectory() as tmp:
+        db = SqliteDatabase(Path(tmp) / "bench.sqlite3")
+        tables["sqlite"] = SqliteTable(db)
+        for name, table in tables.items():
+            out[name] = asyncio.run(_time(UsageMeter(table, settings), turns))
+        db.close()
+    with moto_aws():
+        out["moto"] = asyncio.run(_time(UsageMeter(moto_table(settings), settings), turns))
+    return out
+
+
+async def _calls(turns: int) -> Counter[tuple[tuple[str, ...], tuple[str, ...]]]:
+    log = DdbCallLog()
+    settings = make_settings(**BUDGETS)
+    llm = FakeLlm()
+    ctx = build_context(settings, table=moto_table(settings, log.attach), llm=llm)
+    chat_id = await open_chat(ctx.deps, "bench-user")
+    await ctx.background.join()
+    patterns: Counter[tuple[tuple[str, ...], tuple[str, ...]]] = Counter()
+    for _ in range(turns):
+        start, calls_before = len(log.calls), len(llm.calls)
+        await run_blocking(ctx.deps, TurnRequest(user_id="bench-user", message=USER_MESSAGE, chat_id=chat_id))
+        await ctx.background.join()
+        after_turn()
+        first_llm = llm.calls[calls_before].at
+        made = log.since(start)
+        before = tuple(c.operation for c in made if c.started < first_llm)
+        after = tuple(c.operation for c in made if c.started >= first_llm)
+        patterns[(before, after)] += 1
+    return patterns
+
+
+def run(turns: int = 300, call_turns: int = 20) -> dict[str, Any]:
+    quiet_observability()
+    latency = _latency(turns)
+    with moto_aws():
+        patterns = asyncio.run(_calls(call_turns))
+    print(f"Usage admission and ledger record, {turns} turns each (ms)")
+    print("| table | admit p50 | admit p95 | record p50 | record p95 |")
+    print("|---|---|---|---|---|")
+    for name, row in latency.items():
+        print(
+            f"| {name} | {row['admit_p50_ms']} | {row['admit_p95_ms']} | {row['record_p50_ms']} "
+            f"| {row['record_p95_ms']} |"
+        )
+    print(f"\nDynamoDB calls per plain turn with budgets on (moto, {call_turns} turns)")
+    print("| turns | before first LLM call | after | reads / writes before | reads / writes after |")
+    print("|---|---|---|---|---|")
+    rows = []
+    for (before, after), n in patterns.most_common():
+        row = {
+            "turns": n,
+            "before": list(before),
+            "after": list(after),
+            "reads_before": sum(op in READ_OPS for op in before),
+            "writes_before": sum(op in WRITE_OPS for op in before),
+            "reads_after": sum(op in READ_OPS for op in after),
+            "writes_after": sum(op in WRITE_OPS for op in after),
+        }
+        rows.append(row)
+        print(
+            f"| {n} | {', '.join(before)} | {', '.join(after)} | {row['reads_before']} / {row['writes_before']} "
+            f"| {row['reads_after']} / {row['writes_after']} |"
+        )
+    in_process = max(latency[name]["admit_p95_ms"] for name in ("memory", "sqlite"))
+    verdict = "met" if in_process <= TARGET_P95_MS else "NOT met"
+    print(f"\nadmission p95 on the in-process tables: {in_process} ms (target <= {TARGET_P95_MS} ms): {verdict}")
+    return {"latency": latency, "call_patterns": rows, "meets_target": in_process <= TARGET_P95_MS}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--turns", type=int, default=300)
+    parser.add_argument("--call-turns", type=int, default=20)
+    args = parser.parse_args()
+    run(args.turns, args.call_turns)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""The usage service the app is wired with, and the two touch points of a run: admit before the model call,
+record (as a queued job, off the answer's path) when it ends."""
+
+from __future__ import annotations
+
+from zoneinfo import ZoneInfo
+
+from agent_core.config import Settings
+from agent_core.domain.jobs import UsageJob, WorkQueue
+from agent_core.domain.models import Run
+from agent_core.observability import logger
+from agent_core.store.table import Table
+from agent_core.usage.budget import Budget, LimitsCache, Reservation
+from agent_core.usage.ledger import Ledger, UsageRecord
+from agent_core.usage.prices import PriceTable
+
+
+class UsageMeter:
+    def __init__(self, table: Table, settings: Settings) -> None:
+        self.prices = PriceTable.of(settings.usage_prices)
+        self.ledger = Ledger(table, self.prices)
+        self.limits = LimitsCache(table, settings)
+        self.budget = Budget(table, settings, self.prices, self.limits)
+
+    async def admit(self, run: Run, at_ms: int, tz: ZoneInfo) -> Reservation:
+        """Before a turn takes its lease: reserve its budget (429 when spent or rate limited)."""
+        return await self.budget.admit(run.user_id, run.model, at_ms // 1000, tz)
+
+    async def release(self, reservation: Reservation) -> None:
+        """A turn that will not call the model gives its reservation back (best effort)."""
+        try:
+            await self.budget.release(reservation)
+        except Exception:
+            logger.exception("could not release a usage reservation", extra={"userId": reservation.user_id})
+
+    async def record_job(self, job: UsageJob) -> bool:
+        record = UsageRecord(
+            user_id=job.user_id,
+            day=job.day,
+            model=job.model,
+            marker=job.marker,
+            usage=job.usage,
+            runs=job.runs,
+            jobs=job.jobs,
+            tool_calls=job.tool_calls,
+            reserved_tokens=job.reserved_tokens,
+            reserved_cost_micros=job.reserved_cost_micros,
+        )
+        return await self.ledger.record(record)
+
+
+def run_usage_job(run: Run, reservation: Reservation, tool_calls: int) -> UsageJob:
+    """The ledger record of a run that ended, under its user's day (the day its budget was reserved on)."""
+    return UsageJob(
+        user_id=run.user_id,
+        day=reservation.day,
+        model=run.model,
+        marker=f"run:{run.run_id}",
+        usage=run.usage,
+        runs=1,
+        tool_calls=tool_calls,
+        reserved_tokens=reservation.tokens,
+        reserved_cost_micros=reservation.cost_micros,
+    )
+
+
+async def enqueue_usage(queue: WorkQueue, job: UsageJob) -> None:
+    """Queue a ledger record; a queue failure is logged, never the run's failure (the answer is stored)."""
+    try:
+        await queue.enqueue(job)
+    except Exception:
+        logger.exception("could not queue a usage record", extra={"userId": job.user_id, "marker": job.marker})
+
+
+class Admission:
+    """One turn's budget check: made once, before the turn writes anything; given back if the turn ends up not
+    calling the model (a replayed requestId, a failed start)."""
+
+    def __init__(self, meter: UsageMeter | None, user_id: str, at_ms: int) -> None:
+        self.meter = meter
+        self.user_id = user_id
+        self.at_ms = at_ms
+        self.reservation: Reservation | None = None
+
+    async def admit(self, model: str, tz: ZoneInfo) -> None:
+        """Reserve the turn's budget (429 when spent or rate limited); nothing the second time."""
+        if self.meter is not None and self.reservation is None:
+            self.reservation = await self.meter.budget.admit(self.user_id, model, self.at_ms // 1000, tz)
+
+    async def release(self) -> None:
+        if self.meter is not None and self.reservation is not None:
+            await self.meter.release(self.reservation)
+            self.reservation = None

@@ -1,0 +1,376 @@
+"""The usage ledger (exactly once per run or job) and the budgets and rate limit, on the three tables."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import httpx
+import pytest
+
+from agent_core.api import routes
+from agent_core.api.app import build_app
+from agent_core.context import AppContext, build_context
+from agent_core.domain.jobs import UsageJob
+from agent_core.domain.models import Usage
+from agent_core.errors import BudgetExceeded
+from agent_core.store.dynamodb import DynamoTable
+from agent_core.store.items import budget_key
+from agent_core.store.memory_table import MemoryTable
+from agent_core.store.table import Table
+from agent_core.usage.ledger import UsageRecord
+from agent_core.usage.meter import UsageMeter
+from tests.support.fake_llm import ScriptedLlm
+from tests.support.fixtures import make_settings
+
+DAY = "2026-11-26"
+UTC_ZONE = ZoneInfo("UTC")
+
+
+def _meter(table: Table, **settings: Any) -> UsageMeter:
+    return UsageMeter(table, make_settings(**settings))
+
+
+def _record(marker: str, prompt: int = 100, completion: int = 20, user: str = "u1", **extra: Any) -> UsageRecord:
+    usage = Usage(prompt_tokens=prompt, completion_tokens=completion, cache_read_tokens=40)
+    return UsageRecord(user_id=user, day=DAY, model="gpt-4.1-mini", marker=marker, usage=usage, **extra)
+
+
+async def test_a_record_is_added_once_however_often_it_is_written(any_table: Table) -> None:
+    # Given a meter with the default price table (gpt-4.1-mini: 0.4 in, 1.6 out, 0.1 cached per million)
+    meter = _meter(any_table)
+    # When one run is recorded twice (a redelivered job) and another once
+    assert await meter.ledger.record(_record("run:a", runs=1, tool_calls=2))
+    assert not await meter.ledger.record(_record("run:a", runs=1, tool_calls=2))
+    assert await meter.ledger.record(_record("run:b", runs=1))
+    # Then the ledger counts two runs, their tokens and cost once each
+    [row] = await meter.ledger.rows("u1", DAY, DAY)
+    assert (row.day, row.model, row.runs, row.tool_calls) == (DAY, "gpt-4.1-mini", 2, 2)
+    assert (row.input_tokens, row.output_tokens, row.cached_tokens) == (200, 40, 80)
+    # 60 x 0.4 + 40 x 0.1 + 20 x 1.6 = 60 micro-USD per run
+    assert row.cost_micros == 120
+    # And the day's budget item holds the same spend (the reservations settled, here none)
+    spent = await meter.budget.spent("u1", DAY)
+    assert (spent["tokens"], spent["costMicros"]) == (240, 120)
+
+
+async def test_rows_cover_the_range_by_day_and_model(any_table: Table) -> None:
+    meter = _meter(any_table)
+    for day, model in (("2026-11-24", "m1"), ("2026-11-25", "m1"), ("2026-11-25", "m2"), ("2026-11-27", "m1")):
+        usage = Usage(prompt_tokens=1, completion_tokens=1)
+        await meter.ledger.record(UsageRecord("u1", day, model, f"run:{day}{model}", usage, runs=1))
+    await meter.ledger.record(UsageRecord("u2", "2026-11-25", "m1", "run:x", Usage(prompt_tokens=5), runs=1))
+    rows = await meter.ledger.rows("u1", "2026-11-25", "2026-11-26")
+    assert [(r.day, r.model) for r in rows] == [("2026-11-25", "m1"), ("2026-11-25", "m2")]
+
+
+# ----- through the app -----
+
+
+def _context(table: Table | None = None, **settings: Any) -> AppContext:
+    settings.setdefault("AGENT_DEFAULT_TIMEZONE", "UTC")  # the users' days are UTC days here
+    return build_context(make_settings(**settings), table=table or MemoryTable(), llm=ScriptedLlm())
+
+
+@pytest.fixture
+async def app_ctx() -> AppContext:
+    return _context()
+
+
+def _client(context: AppContext, user: str = "alice") -> httpx.AsyncClient:
+    app = build_app(*routes.chat, *routes.stream_routes, context=context)
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://test", headers={"X-User-Id": user}
+    )
+
+
+@pytest.fixture
+async def client(app_ctx: AppContext) -> AsyncIterator[httpx.AsyncClient]:
+    async with _client(app_ctx) as c:
+        yield c
+
+
+async def _chat(client: httpx.AsyncClient, message: str, request_id: str | None = None) -> httpx.Response:
+    headers = {"X-Request-Id": request_id} if request_id else {}
+    created = await client.post("/api/v1/conversations", json={"title": "t"})
+    cid = created.json()["conversationId"]
+    return await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": message}, headers=headers)
+
+
+async def test_each_run_is_in_the_callers_ledger_once(app_ctx: AppContext, client: httpx.AsyncClient) -> None:
+    # Given a conversation answered once, then the same requestId sent again (a client retry)
+    created = await client.post("/api/v1/conversations", json={"title": "t"})
+    cid = created.json()["conversationId"]
+    for _ in range(2):
+        answer = await client.post(
+            f"/api/v1/conversations/{cid}/chat", json={"message": "hi"}, headers={"X-Request-Id": "req-1"}
+        )
+        assert answer.status_code == 200
+    # And another turn
+    assert (await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "again"})).status_code == 200
+    await app_ctx.background.join()
+    # When the caller reads their usage
+    usage = (await client.get("/api/ap/usage")).json()
+    # Then two runs are counted (the replayed requestId called no model), with the scripted model's tokens
+    today = datetime.now(UTC).date().isoformat()
+    assert usage["to"] == today and usage["timezone"] == "UTC"
+    [row] = usage["items"]
+    assert (row["day"], row["model"], row["runs"]) == (today, "gpt-4.1-mini", 2)
+    assert (row["inputTokens"], row["outputTokens"]) == (20, 10)
+    assert usage["totals"]["runs"] == 2 and usage["budget"]["spentTokens"] == 30
+    # And another user sees none of it
+    async with _client(app_ctx, user="bob") as other:
+        assert (await other.get("/api/ap/usage")).json()["items"] == []
+
+
+async def test_a_retried_usage_job_changes_nothing(app_ctx: AppContext, client: httpx.AsyncClient) -> None:
+    assert (await _chat(client, "hi")).status_code == 200
+    await app_ctx.background.join()
+    before = (await client.get("/api/ap/usage")).json()["items"]
+    # When the queue delivers the same run's record again (an SQS redelivery, a retried worker batch)
+    [run] = (await app_ctx.deps.store.list_runs(await _only_chat(app_ctx), 10, None))[0]
+    today = datetime.now(UTC).date().isoformat()
+    job = UsageJob(user_id="alice", day=today, model=run.model, marker=f"run:{run.run_id}", usage=run.usage, runs=1)
+    assert await app_ctx.jobs(job) is False
+    assert (await client.get("/api/ap/usage")).json()["items"] == before
+
+
+async def _only_chat(context: AppContext) -> str:
+    page = await context.deps.store.list_chats("alice", 10, None)
+    [chat] = page.items
+    return chat.chat_id
+
+
+@pytest.mark.parametrize(
+    ("query", "code"),
+    [
+        ({"from": "2026-13-01"}, "invalid_date"),
+        ({"from": "2026-11-27", "to": "2026-11-26"}, "invalid_date_range"),
+        ({"from": "2024-01-01", "to": "2026-11-26"}, "invalid_date_range"),
+    ],
+)
+async def test_a_bad_range_is_a_422(client: httpx.AsyncClient, query: dict[str, str], code: str) -> None:
+    response = await client.get("/api/ap/usage", params=query)
+    assert response.status_code == 422
+    assert response.json()["error"]["code"] == code
+
+
+# ----- budgets and the rate limit -----
+
+
+async def test_over_the_token_budget_a_turn_is_refused_with_429() -> None:
+    # Given a budget of 20 tokens a day, a turn of the scripted model spends 15 (10 + 5), reserving 10
+    context = _context(AGENT_USAGE_DAILY_TOKEN_BUDGET=20, AGENT_USAGE_RESERVE_TOKENS=10)
+    async with _client(context) as client:
+        assert (await _chat(client, "one")).status_code == 200
+        await context.background.join()
+        assert (await _chat(client, "two")).status_code == 200  # 15 spent: still below the budget
+        await context.background.join()
+        # When a third turn comes (30 spent)
+        refused = await client.post("/api/ap/query", json={"message": "three"})
+        # Then it is a 429 with a stable code, Retry-After (to the next local midnight) and nothing remaining
+        assert refused.status_code == 429
+        error = refused.json()["error"]
+        assert error["code"] == "budget_exceeded" and error["type"] == "rate_limit_error"
+        assert 0 < int(refused.headers["Retry-After"]) <= 86_400
+        assert refused.json()["data"]["remaining"] == {"tokens": 0}
+        # And no chat was opened nor run recorded for it
+        assert len((await context.deps.store.list_chats("alice", 10, None)).items) == 2
+        usage = (await client.get("/api/ap/usage")).json()
+        assert usage["totals"]["runs"] == 2 and usage["budget"]["remainingTokens"] == 0
+        # And another user is not limited by alice's spend
+        async with _client(context, user="bob") as bob:
+            assert (await _chat(bob, "hello")).status_code == 200
+
+
+async def test_a_users_limits_item_overrides_the_settings() -> None:
+    context = _context(AGENT_USAGE_DAILY_TOKEN_BUDGET=1_000_000)
+    assert context.deps.usage is not None
+    await context.deps.usage.limits.put("alice", {"dailyTokens": 1})
+    async with _client(context) as client:
+        assert (await _chat(client, "one")).status_code == 200
+        await context.background.join()
+        assert (await _chat(client, "two")).status_code == 429
+
+
+async def test_requests_per_minute_are_limited() -> None:
+    # Given 2 turns a minute, on a clock the test sets (X-Agent-Now, a dev-stage override)
+    context = _context(AGENT_USAGE_REQUESTS_PER_MINUTE=2, AGENT_STAGE="dev", AGENT_ALLOW_CLOCK_OVERRIDE=True)
+    now = {"X-Agent-Now": "2026-11-26T10:00:05Z"}
+    async with _client(context) as client:
+        client.headers.update(now)
+        for _ in range(2):
+            assert (await _chat(client, "hi")).status_code == 200
+        refused = await _chat(client, "hi")
+        assert refused.status_code == 429
+        assert refused.json()["error"]["code"] == "rate_limited"
+        assert refused.headers["Retry-After"] == "55"
+        assert refused.json()["data"]["remaining"] == {"requests": 0}
+        # The next minute admits again
+        client.headers["X-Agent-Now"] = "2026-11-26T10:01:00Z"
+        assert (await _chat(client, "hi")).status_code == 200
+
+
+async def test_a_replayed_request_gives_its_reservation_back() -> None:
+    context = _context(AGENT_USAGE_DAILY_TOKEN_BUDGET=1000, AGENT_USAGE_RESERVE_TOKENS=100)
+    async with _client(context) as client:
+        created = await client.post("/api/v1/conversations", json={"title": "t"})
+        cid = created.json()["conversationId"]
+        for _ in range(3):
+            sent = await client.post(
+                f"/api/v1/conversations/{cid}/chat", json={"message": "hi"}, headers={"X-Request-Id": "r"}
+            )
+            assert sent.status_code == 200
+        await context.background.join()
+    today = datetime.now(UTC).date().isoformat()
+    assert context.deps.usage is not None
+    assert (await context.deps.usage.budget.spent("alice", today))["tokens"] == 15
+
+
+class _Atomic(DynamoTable):
+    """moto's in-process DynamoDB is not thread-safe; DynamoDB applies each request atomically: so does this."""
+
+    _lock = threading.Lock()
+
+    async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        def locked() -> Any:
+            with self._lock:
+                return getattr(self.client, method)(*args, **kwargs)
+
+        return await asyncio.to_thread(locked)
+
+
+@pytest.fixture
+def table_64(any_table: Table) -> Table:
+    if isinstance(any_table, DynamoTable):
+        return _Atomic(any_table.table_name, lambda: any_table.client)
+    return any_table
+
+
+async def test_64_concurrent_turns_overshoot_the_budget_by_at_most_one_reservation(table_64: Table) -> None:
+    # Given a budget of 100 tokens, turns that reserve 40 and spend 15 (the scripted model), 64 at once
+    budget, reserve = 100, 40
+    context = _context(table_64, AGENT_USAGE_DAILY_TOKEN_BUDGET=budget, AGENT_USAGE_RESERVE_TOKENS=reserve)
+    async with _client(context) as client:
+        chats = []
+        for _ in range(64):
+            chats.append((await client.post("/api/v1/conversations", json={"title": "t"})).json()["conversationId"])
+        answers = await asyncio.gather(
+            *(client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "hi"}) for cid in chats)
+        )
+        await context.background.join()
+    statuses = [a.status_code for a in answers]
+    # Then some ran, the rest were refused with 429, and nothing else happened
+    assert set(statuses) <= {200, 429} and 200 in statuses and 429 in statuses
+    # And the day's spend (all settled) passes the budget by at most one reservation
+    assert context.deps.usage is not None
+    today = datetime.now(UTC).date().isoformat()
+    spent = await context.deps.usage.budget.spent("alice", today)
+    ran = statuses.count(200)
+    assert spent["tokens"] == 15 * ran
+    assert spent["tokens"] <= budget + reserve
+    [row] = await context.deps.usage.ledger.rows("alice", today, today)
+    assert row.runs == ran
+
+
+async def test_the_refusal_names_the_budget_that_is_spent(any_table: Table) -> None:
+    meter = _meter(any_table, AGENT_USAGE_DAILY_COST_BUDGET_USD=0.0001)  # 100 micro-USD
+    from agent_core.domain.models import Run
+
+    run = Run(run_id="r1", chat_id="c", user_id="u1", request_id="q", model="gpt-4.1-mini", started_at=0)
+    at_ms = int(datetime(2026, 11, 26, 12, tzinfo=UTC).timestamp() * 1000)
+    reservation = await meter.admit(run, at_ms, UTC_ZONE)
+    assert reservation.cost_micros == 6554  # 4096 tokens at the output price, 1.6 per million, rounded up
+    with pytest.raises(BudgetExceeded) as refused:
+        await meter.admit(run, at_ms, UTC_ZONE)
+    assert refused.value.retry_after_s == 12 * 3600
+    assert refused.value.data == {
+        "limit": "daily_budget",
+        "remaining": {"costUsd": 0.0},
+        "retryAfterS": 12 * 3600,
+        "day": DAY,
+    }
+    # Released, the budget admits again
+    await meter.release(reservation)
+    assert (await any_table.get(budget_key("u1", DAY)) or {})["costMicros"] == 0
+    await meter.admit(run, at_ms, UTC_ZONE)
+
+
+# ----- jobs, under the user they serve -----
+
+
+async def test_a_jobs_model_use_is_counted_once_under_its_user_however_often_it_is_delivered() -> None:
+    from agent_core.domain.jobs import SessionSummaryJob
+    from agent_core.jobs.handlers import JobRunner
+    from agent_core.llm.base import LlmRequest, complete_text
+
+    class Spending:
+        async def stream(self, request: LlmRequest) -> AsyncIterator[Any]:
+            from agent_core.llm.base import LlmDelta
+
+            yield LlmDelta(content="a summary")
+            yield LlmDelta(usage=Usage(prompt_tokens=300, completion_tokens=30))
+
+    async def summarise(deps: Any, job: Any) -> bool:
+        await complete_text(deps.llm, LlmRequest(model="gpt-4.1-mini", purpose="summarize", messages=[]))
+        return True
+
+    context = build_context(make_settings(AGENT_DEFAULT_TIMEZONE="UTC"), table=MemoryTable(), llm=Spending())
+    runner = JobRunner({SessionSummaryJob: summarise}, context.deps)
+    job = SessionSummaryJob(chat_id="c1", user_id="alice", session_id="s1", started_at=0, ended_at=1)
+    # When the same job is delivered three times (retries, redeliveries carried by other batches)
+    for batch in ("b1", "b2", "b2"):
+        assert await runner(job.model_copy(update={"job_run_id": batch})) is True
+    # Then its tokens are in alice's ledger once, as one job and no run
+    assert context.deps.usage is not None
+    today = datetime.now(UTC).date().isoformat()
+    [row] = await context.deps.usage.ledger.rows("alice", today, today)
+    assert (row.jobs, row.runs, row.input_tokens, row.output_tokens) == (1, 0, 300, 30)
+    # And another job of hers is counted besides
+    await runner(job.model_copy(update={"session_id": "s2"}))
+    [row] = await context.deps.usage.ledger.rows("alice", today, today)
+    assert (row.jobs, row.input_tokens) == (2, 600)
+
+
+# ----- ops: the command line -----
+
+
+def test_the_usage_and_limits_commands_read_and_set_the_embedded_store(tmp_path: Any) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from agent_core.store.embedded import open_embedded
+
+    # Given a run of alice's recorded in the local server's database
+    settings = make_settings(AGENT_STORAGE="embedded", AGENT_DATA_DIR=str(tmp_path))
+    meter = UsageMeter(open_embedded(settings).table, settings)
+    asyncio.run(meter.ledger.record(_record("run:1", user="alice", runs=1)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_", "AWS_"))}
+    env |= {"AGENT_STORAGE": "embedded", "AGENT_DATA_DIR": str(tmp_path), "AGENT_DEFAULT_TIMEZONE": "UTC"}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "agent_core.cli", *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+
+    # When ops read her usage for that day
+    out = cli("usage", "--user", "alice", "--from", DAY, "--to", DAY)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert [(r["day"], r["runs"], r["inputTokens"]) for r in report["items"]] == [(DAY, 1, 100)]
+    assert report["budget"]["dailyTokens"] is None
+    # And give her a budget of her own
+    out = cli("limits", "--user", "alice", "--daily-tokens", "5000", "--requests-per-minute", "3")
+    assert out.returncode == 0, out.stderr
+    budget = json.loads(out.stdout)["budget"]
+    assert (budget["dailyTokens"], budget["requestsPerMinute"], budget["dailyCostUsd"]) == (5000, 3, None)
+    # Then the app reads it as hers
+    assert asyncio.run(UsageMeter(open_embedded(settings).table, settings).limits.get("alice")).daily_tokens == 5000
+    # And a malformed range is refused with a reason
+    out = cli("usage", "--user", "alice", "--from", "yesterday")
+    assert out.returncode == 2 and "not a date" in out.stderr
