@@ -290,7 +290,8 @@ def test_usage_shows_the_callers_runs_under_the_budgets_the_template_sets(
     report = _json(usage)
     runs = [row for row in report["items"] if row["runs"]]
     assert sum(row["runs"] for row in runs) >= 1 and sum(row["toolCalls"] for row in runs) >= 1
-    assert {row["model"] for row in runs} == {variables["AGENT_MODEL"]}
+    # the template model's runs are there (other deployed cases, the Bedrock one among them, run as alice too)
+    assert variables["AGENT_MODEL"] in {row["model"] for row in runs}
     budget = report["budget"]
     assert (budget["dailyTokens"], budget["requestsPerMinute"]) == (USAGE_DAILY_TOKENS, USAGE_REQUESTS_PER_MINUTE)
     assert budget["dailyCostUsd"] == USAGE_DAILY_COST_USD

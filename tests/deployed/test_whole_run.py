@@ -19,6 +19,21 @@ from tests.support.lambda_events import rest_v1_event
 # run with it. A variable missing here fails `test_every_template_variable_is_exercised`.
 EXERCISED: dict[str, tuple[str, str, str]] = {
     "AGENT_STORAGE": ("dev", "chat", "every case: aws storage on the moto account"),
+    "AGENT_USAGE_DAILY_TOKEN_BUDGET": (
+        "dev",
+        "chat",
+        "test_usage_shows_the_callers_runs_under_the_budgets_the_template_sets",
+    ),
+    "AGENT_USAGE_DAILY_COST_BUDGET_USD": (
+        "dev",
+        "chat",
+        "test_usage_shows_the_callers_runs_under_the_budgets_the_template_sets",
+    ),
+    "AGENT_USAGE_REQUESTS_PER_MINUTE": (
+        "dev",
+        "chat",
+        "test_usage_shows_the_callers_runs_under_the_budgets_the_template_sets",
+    ),
     "AGENT_CORS_ORIGINS": ("jwt", "submit", "empty in dev (every function); two origins in the jwt variant"),
     "AGENT_MODEL": ("dev", "chat", "test_chat_turn_with_a_tool_call_uses_the_secret_key_and_the_template_model"),
     "AGENT_AUTH_MODE": ("iam", "stream", "none in dev; jwt (submit) and iam (stream) variants"),
