@@ -363,6 +363,18 @@ class Settings(BaseSettings):
         "standard OTEL_EXPORTER_OTLP_* variables say; also on when OTEL_EXPORTER_OTLP_ENDPOINT is set (needs "
         "the `otel` extra or the ADOT layer)",
     )
+    # The OpenTelemetry SDK's own variables, read here (as every setting is) to decide whether to trace; the
+    # SDK's exporter reads the rest of OTEL_EXPORTER_OTLP_* itself.
+    otel_sdk_disabled: bool = Field(False, alias="OTEL_SDK_DISABLED", description="OpenTelemetry's off switch")
+    otel_exporter_otlp_endpoint: str = Field(
+        "", alias="OTEL_EXPORTER_OTLP_ENDPOINT", description="OTLP endpoint (standard); set, it turns traces on"
+    )
+    otel_exporter_otlp_traces_endpoint: str = Field(
+        "", alias="OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", description="OTLP traces endpoint (standard); turns traces on"
+    )
+    otel_service_name: str = Field(
+        "", alias="OTEL_SERVICE_NAME", description="The traces' service.name (standard); else POWERTOOLS_SERVICE_NAME"
+    )
     otel_capture_content: bool = Field(
         False,
         alias="AGENT_OTEL_CAPTURE_CONTENT",

@@ -15,8 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import os
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -69,11 +68,11 @@ _configured: dict[str, Any] = {}
 # ----- set-up -----
 
 
-def tracing_requested(settings: Settings, environ: Mapping[str, str] = os.environ) -> bool:
+def tracing_requested(settings: Settings) -> bool:
     """AGENT_OTEL_ENABLED, or an OTLP endpoint in the standard variables, unless OTEL_SDK_DISABLED."""
-    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+    if settings.otel_sdk_disabled:
         return False
-    endpoint = environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    endpoint = settings.otel_exporter_otlp_endpoint or settings.otel_exporter_otlp_traces_endpoint
     return settings.otel_enabled or bool(endpoint)
 
 
@@ -99,7 +98,7 @@ def configure_tracing(settings: Settings) -> bool:
 
         logger.warning("tracing requested but the OpenTelemetry SDK is not installed (pip install agent-core[otel])")
         return False
-    attributes = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": settings.service_name}
+    attributes = {"service.name": settings.otel_service_name or settings.service_name}
     provider = TracerProvider(resource=Resource.create(attributes))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
