@@ -24,7 +24,6 @@ from agent_core.llm.base import LlmDelta, LlmRequest
 from agent_core.memory.session_rules import daymark_for
 from agent_core.store import items as it
 from agent_core.store.memory_table import MemoryTable
-from agent_core.store.schema import GSI3
 from bench.common import DdbCallLog, make_settings, moto_aws, moto_table, quiet_observability
 
 REGION = "us-east-1"
@@ -50,8 +49,7 @@ def _seed_marks(client: Any, table: str, users: int) -> None:
                 **it.daymark_key(mark.user_id, mark.date),
                 "userId": mark.user_id,
                 "date": mark.date,
-                GSI3.pk: f"DAYCLOSE#{mark.bucket}#{mark.shard}",
-                GSI3.sk: f"{mark.close_ms:015d}#{mark.user_id}",
+                **it.day_close_index_keys(mark.bucket, mark.shard, mark.close_ms, mark.user_id),
             }
             requests.append({"PutRequest": {"Item": {k: {"S": str(v)} for k, v in item.items()}}})
         client.batch_write_item(RequestItems={table: requests})

@@ -29,7 +29,7 @@ from agent_core.domain.models import (
     Summary,
     Wait,
 )
-from agent_core.store.schema import GSI1, GSI3, PK, SHARDS, SK, TTL_ATTRIBUTE, shard
+from agent_core.store.schema import GSI1, GSI2, GSI3, PK, SHARDS, SK, TTL_ATTRIBUTE, shard
 from agent_core.store.table import Item, Key
 
 META = "META"
@@ -74,6 +74,39 @@ def lease_index_keys(chat_id: str, taken_at: int) -> dict[str, str]:
 
 # A META's lease: the run holding it, its expiry and its place in the lease index, removed together.
 LEASE_ATTRIBUTES = ("activeRunId", "leaseExpiresAt", GSI3.pk, GSI3.sk)
+
+
+def idle_index_pk(chat_shard: int) -> str:
+    """gsi2 (sparse): the META of every chat with an open session, by the time its session is due idle."""
+    return f"IDLE#{chat_shard}"
+
+
+def idle_due_sk(due_ms: int) -> str:
+    return f"{due_ms:015d}"
+
+
+def idle_index_keys(chat_shard: int, due_ms: int) -> dict[str, str]:
+    """The META's gsi2 keys while its session is open."""
+    return {GSI2.pk: idle_index_pk(chat_shard), GSI2.sk: idle_due_sk(due_ms)}
+
+
+# A META's open session: its id, its start and its place in the idle index, removed together.
+SESSION_ATTRIBUTES = ("sessionId", "sessionStartedAt", GSI2.pk, GSI2.sk)
+
+
+def day_close_index_pk(bucket: str, mark_shard: int) -> str:
+    """gsi3 (sparse): the day markers of one bucket and shard, by when the user's local day closes."""
+    return f"DAYCLOSE#{bucket}#{mark_shard}"
+
+
+def day_close_index_keys(bucket: str, mark_shard: int, close_ms: int, user_id: str) -> dict[str, str]:
+    """A day marker's gsi3 keys until the daily job has processed it."""
+    return {GSI3.pk: day_close_index_pk(bucket, mark_shard), GSI3.sk: f"{close_ms:015d}#{user_id}"}
+
+
+def day_closed_by_sk(closed_by_ms: int) -> str:
+    """The highest gsi3 sort key of a marker whose day closed by `closed_by_ms`."""
+    return f"{closed_by_ms:015d}#~"
 
 
 def meta_key(chat_id: str) -> Key:

@@ -1,30 +1,43 @@
-"""Hierarchical memory on the Table port: sessions, day markers, daily summaries, profiles."""
+"""The MemoryStore role on the Table port (hierarchical memory): a chat's rolling summary, sessions and their idle
+index, day markers, daily summaries and profiles; the messages of a span are TableRole's."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from agent_core.domain.models import Chat, DailySummary, Message, Profile, SessionSummary
+from agent_core.domain.models import Chat, DailySummary, Message, Profile, SessionSummary, Summary
 from agent_core.store import items as it
-from agent_core.store.memory_records import RecordStore
+from agent_core.store.base import MemoryStore
 from agent_core.store.schema import GSI1, GSI2, GSI3, PK, SK
 from agent_core.store.table import (
     Condition,
     ConditionFailed,
     Item,
     SkRange,
-    Table,
     Update,
     eq,
     not_exists,
 )
+from agent_core.store.table_role import TableRole
 
 
-class HierarchyStore:
-    """Sessions, day markers, daily summaries and profiles (hierarchical memory) on the Table port."""
+class HierarchyTable(TableRole, MemoryStore):
+    """Summaries, sessions, day markers, daily summaries and profiles (hierarchical memory)."""
 
-    table: Table
-    records: RecordStore  # long-term memory records: erased with the profile
+    async def get_summary(self, chat_id: str) -> Summary | None:
+        item = await self.table.get(it.summary_key(chat_id))
+        return it.summary_from_item(item) if item else None
+
+    async def replace_summary(self, summary: Summary, expected_version: int | None) -> bool:
+        """Atomically replace the one SUMMARY item; False when another compaction won the race."""
+        condition = (
+            Condition.of(not_exists(PK)) if expected_version is None else Condition.of(eq("version", expected_version))
+        )
+        try:
+            await self.table.put(it.summary_to_item(summary), condition)
+        except ConditionFailed:
+            return False
+        return True
 
     async def get_profile(self, user_id: str) -> Profile | None:
         item = await self.table.get(it.profile_key(user_id))
@@ -68,8 +81,10 @@ class HierarchyStore:
         """Pages of chats whose open session is due by `due_by_ms` (gsi2; sparse, so only open sessions)."""
         start: Item | None = None
         while True:
-            rng = SkRange(low="0", high=f"{due_by_ms:015d}")
-            page = await self.table.query(f"IDLE#{shard}", rng, index=GSI2.name, limit=page_size, start_key=start)
+            rng = SkRange(low="0", high=it.idle_due_sk(due_by_ms))
+            page = await self.table.query(
+                it.idle_index_pk(shard), rng, index=GSI2.name, limit=page_size, start_key=start
+            )
             chats = [it.chat_from_item(i) for i in page.items if i[SK] == it.META]
             if chats:
                 yield chats
@@ -80,7 +95,9 @@ class HierarchyStore:
     async def move_idle_due(self, chat_id: str, session_id: str, due_ms: int) -> bool:
         try:
             await self.table.update(
-                it.meta_key(chat_id), Update(set={GSI2.sk: f"{due_ms:015d}"}), Condition.of(eq("sessionId", session_id))
+                it.meta_key(chat_id),
+                Update(set={GSI2.sk: it.idle_due_sk(due_ms)}),
+                Condition.of(eq("sessionId", session_id)),
             )
         except ConditionFailed:
             return False
@@ -91,7 +108,7 @@ class HierarchyStore:
         try:
             await self.table.update(
                 it.meta_key(chat_id),
-                Update(remove=("sessionId", "sessionStartedAt", GSI2.pk, GSI2.sk)),
+                Update(remove=it.SESSION_ATTRIBUTES),
                 Condition.of(eq("sessionId", session_id)),
             )
         except ConditionFailed:
@@ -106,10 +123,10 @@ class HierarchyStore:
         Bounded pages keep memory flat however many users a bucket holds.
         """
         start: Item | None = None
-        high = f"{closed_by_ms:015d}#~"
+        high = it.day_closed_by_sk(closed_by_ms)
         while True:
             page = await self.table.query(
-                f"DAYCLOSE#{bucket}#{shard}",
+                it.day_close_index_pk(bucket, shard),
                 SkRange(low="0", high=high),
                 index=GSI3.name,
                 limit=page_size,

@@ -1,0 +1,43 @@
+"""The WaitStore role on the Table port: frontend tool calls waiting for the browser's params."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+from agent_core.domain.models import Wait, WaitStatus
+from agent_core.store import items as it
+from agent_core.store.base import WaitStore
+from agent_core.store.table import Condition, ConditionFailed, Key, Table, Update, eq, gt
+from agent_core.store.table_role import TableRole
+
+
+async def close_waiting(table: Table, key: Key) -> None:
+    """A waiting call no longer accepts a submit; one submitted (or closed) meanwhile stays as it is."""
+    with contextlib.suppress(ConditionFailed):
+        closed = Update(set={"status": WaitStatus.CANCELLED.value})
+        await table.update(key, closed, Condition.of(eq("status", WaitStatus.WAITING.value)))
+
+
+class WaitTable(TableRole, WaitStore):
+    """A run's WAIT items, in the run's own partition (its cancellation closes them: see RunTable)."""
+
+    async def create_wait(self, wait: Wait) -> None:
+        await self.table.put(it.wait_to_item(wait))
+
+    async def get_wait(self, run_id: str, tool_id: str) -> Wait | None:
+        item = await self.table.get(it.wait_key(run_id, tool_id))
+        return it.wait_from_item(item) if item else None
+
+    async def close_wait(self, run_id: str, tool_id: str) -> None:
+        await close_waiting(self.table, it.wait_key(run_id, tool_id))
+
+    async def submit_wait(self, run_id: str, tool_id: str, user_id: str, params: object, now_s: int) -> bool:
+        """Flip a waiting call to submitted: only its user, only once, only before it expires."""
+        condition = Condition.of(eq("status", WaitStatus.WAITING.value), eq("userId", user_id), gt("expiresAt", now_s))
+        update = Update(set={"status": WaitStatus.SUBMITTED.value, "params": json.dumps(params, ensure_ascii=False)})
+        try:
+            await self.table.update(it.wait_key(run_id, tool_id), update, condition)
+        except ConditionFailed:
+            return False
+        return True
