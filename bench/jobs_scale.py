@@ -122,7 +122,7 @@ async def _worker(jobs: int) -> dict[str, Any]:
     at = int(datetime(2026, 1, 7, 2, tzinfo=UTC).timestamp() * 1000)
     for n in range(jobs):
         chat = Chat(chat_id=f"c_bench{n}", user_id=f"user{n}", created_at=at, last_activity_at=at)
-        await context.deps.store.create_chat(chat)
+        await context.deps.chats.create_chat(chat)
         messages = [
             Message(
                 id=sortable_id(at + i),
@@ -133,7 +133,7 @@ async def _worker(jobs: int) -> dict[str, Any]:
             )
             for i in range(6)
         ]
-        await context.deps.store.add_messages(chat.chat_id, messages)
+        await context.deps.chats.add_messages(chat.chat_id, messages)
         job = SessionSummaryJob(
             chat_id=chat.chat_id, user_id=chat.user_id, session_id=f"s{n}", started_at=at, ended_at=at + 10
         )

@@ -64,10 +64,10 @@ async def _ours() -> dict[str, Any]:
     context = build_context(settings, table=MemoryTable(), llm=model, audit=lambda _: None)
     at = int(NOW.timestamp() * 1000)
     chat = Chat(chat_id=new_chat_id(), user_id="u", created_at=at, last_activity_at=at)
-    await context.deps.store.create_chat(chat)
-    await context.deps.store.add_messages(chat.chat_id, _busy_day(chat.chat_id))
+    await context.deps.chats.create_chat(chat)
+    await context.deps.chats.add_messages(chat.chat_id, _busy_day(chat.chat_id))
     summary = "用户计划四月去京都五天看樱花，预算约八千元，住四条附近；行程包括清水寺、伏见稻荷、岚山，交通用ICOCA卡。"
-    await context.deps.store.put_daily(
+    await context.deps.memory_store.put_daily(
         DailySummary(
             user_id="u", date="2026-01-07", summary=summary, key_topics=["京都", "樱花", "预算"], updated_at=at
         )

@@ -75,7 +75,7 @@ async def _turn(compose: str, message: str) -> tuple[dict[str, float], int]:
     context.deps.agents = AgentCatalog([agent])
     at = now_ms()
     chat = Chat(chat_id=new_chat_id(), user_id="u", agent_key="b", created_at=at, last_activity_at=at)
-    await context.deps.store.create_chat(chat)
+    await context.deps.chats.create_chat(chat)
     prepared = await prepare_turn(context.deps, TurnRequest(user_id="u", chat_id=chat.chat_id, message=message))
     assert isinstance(prepared, PreparedTurn)
     marks: dict[str, float] = {}

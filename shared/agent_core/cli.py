@@ -141,7 +141,7 @@ def serve(host: str, port: int) -> None:
             # Runs the last process left running (it was killed) end `interrupted` and free their chats: every
             # lease in a data directory this server holds is a dead process's.
             at = now_ms()
-            await settle_interrupted_runs(context.deps.store, at, expired_before=None if sole_owner else at)
+            await settle_interrupted_runs(context.deps.turns, at, expired_before=None if sole_owner else at)
             # Jobs queued before the last stop (kept in the embedded database) run now.
             await context.background.resume()
         except Exception as error:
@@ -307,7 +307,7 @@ async def refuse_if_active(ctx: AppContext, user_id: str, now: datetime | None) 
     from agent_core.memory.calendar import from_ms, to_ms
 
     at = now or datetime.now(UTC)
-    active_at = await last_active(ctx.deps.store, user_id, to_ms(at))
+    active_at = await last_active(ctx.deps.memory_store, user_id, to_ms(at))
     if active_at is None:
         return
     quiet = from_ms(active_at + ACTIVE_WINDOW_MS).isoformat()

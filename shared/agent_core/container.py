@@ -1,9 +1,13 @@
 """What the app is wired from: the services every run, route and job receives, passed in explicitly (no globals,
-no thread-locals). The composition root (`context.build_context`) builds one from Settings."""
+no thread-locals). The composition root (`context.build_context`) builds one from Settings.
+
+The store is handed out by role (`store/base.py`): each consumer reaches the role it uses, never the whole store.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from agent_core.config import Settings
 from agent_core.domain.jobs import WorkQueue
@@ -11,7 +15,7 @@ from agent_core.llm.base import LlmClient
 from agent_core.memory.long_term import LongTermMemory
 from agent_core.runtime.agents import AgentCatalog
 from agent_core.runtime.cancel import CancelRegistry
-from agent_core.store.base import Store
+from agent_core.store.base import ChatStore, MemoryStore, Store, TurnStore, WaitStore
 from agent_core.store.blob import BlobStore
 from agent_core.tools.data_links import DataLinks
 from agent_core.tools.mcp import McpCatalog
@@ -19,10 +23,27 @@ from agent_core.tools.service import ToolService
 from agent_core.usage.meter import UsageMeter
 
 
+class StoreRoles(TypedDict):
+    """RunDeps' store fields: each role of one store (`RunDeps(**store_roles(store), ...)`)."""
+
+    chats: ChatStore
+    turns: TurnStore
+    waits: WaitStore
+    memory_store: MemoryStore
+
+
+def store_roles(store: Store) -> StoreRoles:
+    """The roles of one store that implements them all (TableStore), as RunDeps takes them."""
+    return StoreRoles(chats=store, turns=store, waits=store, memory_store=store)
+
+
 @dataclass
 class RunDeps:
     settings: Settings
-    store: Store
+    chats: ChatStore  # chats and their messages
+    turns: TurnStore  # turns and runs: the lease, a turn's begin and end, run records, cancellation
+    waits: WaitStore  # frontend tool calls waiting for the browser's params
+    memory_store: MemoryStore  # hierarchical memory: summaries, sessions, day markers, daily summaries, profiles
     llm: LlmClient
     tools: ToolService
     agents: AgentCatalog

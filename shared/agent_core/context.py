@@ -1,5 +1,5 @@
-"""The composition root: builds what the app is wired from (`container.RunDeps`: store, LLM, tools, agents, work
-queue) and the jobs it runs from Settings, once."""
+"""The composition root: builds what the app is wired from (`container.RunDeps`: the store by role, LLM, tools,
+agents, work queue) and the jobs it runs from Settings, once."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from agent_core.config import Settings
-from agent_core.container import RunDeps
+from agent_core.container import RunDeps, store_roles
 from agent_core.domain.jobs import ResponseJob, WorkQueue
 from agent_core.jobs.handlers import (
     JOB_HANDLERS,
@@ -26,7 +26,6 @@ from agent_core.memory.embedding import Embedder, HashingEmbedder
 from agent_core.memory.long_term import LongTermMemory
 from agent_core.runtime.agents import catalog
 from agent_core.store.aws_client import boto_client
-from agent_core.store.base import Store
 from agent_core.store.blob import BlobStore
 from agent_core.store.memory_blob import MemoryBlobStore
 from agent_core.store.memory_table import MemoryTable
@@ -177,7 +176,7 @@ def build_context(
     table = table if table is not None else build_table(settings)
     if blobs is None:
         blobs = MemoryBlobStore() if isinstance(table, MemoryTable) else build_blobs(settings)
-    store: Store = TableStore(table, blobs)
+    store = TableStore(table, blobs)  # every role on the one table, handed out by role (`store_roles`)
     registry = build_registry(settings)
     llm = llm if llm is not None else build_llm(settings, registry)
     if configure_tracing(settings):  # model calls get their spans only when traces are on (no wrapper otherwise)
@@ -194,7 +193,7 @@ def build_context(
         work_queue = SqsWorkQueue(settings.work_queue_url, lambda: boto_client(settings, "sqs"))
     deps = RunDeps(
         settings=settings,
-        store=store,
+        **store_roles(store),
         llm=llm,
         tools=ToolService(registry, settings, audit),
         agents=catalog(registry.names(), settings.definitions_dir),

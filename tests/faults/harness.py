@@ -43,7 +43,7 @@ class Harness:
 
     @property
     def store(self) -> TableStore:
-        store = self.context.deps.store
+        store = self.context.deps.turns
         assert isinstance(store, TableStore)
         return store
 

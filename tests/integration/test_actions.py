@@ -32,7 +32,7 @@ async def test_action_events_and_the_run_goes_on_without_waiting() -> None:
     context.deps.agents = AgentCatalog([AgentDefinition(key="ui", name="UI", tools=["highlight", "time"])])
     at = now_ms()
     chat = Chat(chat_id=new_chat_id(), user_id="u", agent_key="ui", created_at=at, last_activity_at=at)
-    await context.deps.store.create_chat(chat)
+    await context.deps.chats.create_chat(chat)
     prepared = await prepare_turn(context.deps, TurnRequest(user_id="u", chat_id=chat.chat_id, message="show me"))
     assert isinstance(prepared, PreparedTurn)
     events = [e.wire() async for e in TurnRunner(prepared).events()]

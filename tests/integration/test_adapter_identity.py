@@ -64,7 +64,7 @@ async def _create(client: httpx.AsyncClient, header: str | None) -> httpx.Respon
 
 
 async def _owner(context: AppContext, conversation_id: str, user: str) -> bool:
-    return await context.deps.store.get_chat(conversation_id, user) is not None
+    return await context.deps.chats.get_chat(conversation_id, user) is not None
 
 
 @pytest.mark.parametrize(

@@ -65,7 +65,7 @@ async def test_yaml_agent_with_mcp_tools_and_a_dead_server(tmp_path: Path) -> No
     result = next(e for e in events if e["type"] == "tool.result")
     assert result["status"] == "ok" and result["result"] == {"result": 5}
     assert text(events) == "2 + 3 = 5" and events[-1]["type"] == "run.complete"
-    run = (await context.deps.store.list_runs(events[0]["chatId"], 10, None))[0][0]
+    run = (await context.deps.turns.list_runs(events[0]["chatId"], 10, None))[0][0]
     assert (run.agent_key, run.agent_version) == ("calc-agent", "7")
 
 

@@ -240,7 +240,7 @@ async def test_compaction_runs_after_the_turn_and_replaces_the_summary() -> None
         for i in range(4):
             await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": f"m{i}"})
             await context.background.join()
-        summary = await context.deps.store.get_summary(cid)
+        summary = await context.deps.memory_store.get_summary(cid)
         assert summary is not None and summary.content == "summary of earlier messages"
         # The next turn's window: system prompt, summary, then only uncovered messages
         await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "latest"})

@@ -31,7 +31,7 @@ def _context(blobs: BlobStore, **settings: Any) -> AppContext:
 
 async def _seed(ctx: AppContext, blobs: BlobStore) -> None:
     chat = Chat(chat_id=CHAT, user_id="alice", created_at=1, last_activity_at=1)
-    await ctx.deps.store.create_chat(chat)
+    await ctx.deps.chats.create_chat(chat)
     await blobs.put(f"data/{CHAT}/report.csv", CSV, "text/csv; charset=utf-8")
     await blobs.put(f"data/{CHAT}/charts/q1.png", b"\x89PNG\r\n\x1a\nxx", "image/png")
 

@@ -128,7 +128,7 @@ async def test_dev_routes_act_only_on_the_callers_data() -> None:
 async def _open_sessions(ctx: AppContext) -> set[str]:
     users: set[str] = set()
     for user in ("alice", "bob"):
-        page = await ctx.deps.store.list_chats(user, 10, None)
+        page = await ctx.deps.chats.list_chats(user, 10, None)
         users |= {c.user_id for c in page.items if c.session_id is not None}
     return users
 
@@ -138,7 +138,7 @@ async def _open_sessions(ctx: AppContext) -> set[str]:
 
 async def test_x_agent_now_never_revives_an_expired_data_token() -> None:
     ctx = _dev_context()
-    await ctx.deps.store.create_chat(Chat(chat_id="c_a1", user_id="alice", created_at=1, last_activity_at=1))
+    await ctx.deps.chats.create_chat(Chat(chat_id="c_a1", user_id="alice", created_at=1, last_activity_at=1))
     assert ctx.deps.blobs is not None
     await ctx.deps.blobs.put("data/c_a1/report.csv", b"a,b\n", "text/csv")
     issued = time.time() - 3600
@@ -174,7 +174,7 @@ async def test_x_agent_now_never_takes_over_a_live_lease(
         body = {"message": "second", "chatId": holding.chat.chat_id}
         answer = await client.post("/api/ap/query", json=body, headers=headers)
     assert answer.status_code == 409 and answer.json()["error"]["code"] == "run_in_progress"
-    chat = await ctx.deps.store.get_chat(holding.chat.chat_id, "alice")
+    chat = await ctx.deps.chats.get_chat(holding.chat.chat_id, "alice")
     assert chat is not None and chat.active_run_id == holding.run.run_id
 
 

@@ -331,7 +331,7 @@ def test_embedded_settings_wire_the_sqlite_table_files_and_journal_on_one_databa
     settings = make_settings(AGENT_STORAGE="embedded", AGENT_DATA_DIR=str(tmp_path / "data"))
     first, second = build_context(settings), build_context(settings)
     try:
-        store, again = first.deps.store, second.deps.store
+        store, again = first.deps.chats, second.deps.chats
         assert isinstance(store, TableStore) and isinstance(again, TableStore)
         assert isinstance(store.table, SqliteTable) and isinstance(first.deps.blobs, FileBlobStore)
         assert store.table is again.table  # one database (one writer lock) per directory and process

@@ -49,16 +49,16 @@ def _chat_id(answer: httpx.Response) -> str:
 
 
 async def _user_messages(ctx: AppContext, chat_id: str) -> list[str]:
-    messages = await ctx.deps.store.messages_between(chat_id, None, None)
+    messages = await ctx.deps.chats.messages_between(chat_id, None, None)
     return [m.content for m in messages if m.role == Role.USER]
 
 
 async def _chats(ctx: AppContext) -> list[Chat]:
-    return (await ctx.deps.store.list_chats(USER, 10, None)).items
+    return (await ctx.deps.chats.list_chats(USER, 10, None)).items
 
 
 async def test_the_store_creates_one_chat_per_user_and_request_id(any_table: Table) -> None:
-    store = _context(any_table).deps.store
+    store = _context(any_table).deps.chats
     first = Chat(chat_id="c_first", user_id=USER, created_at=1, last_activity_at=1)
     again = Chat(chat_id="c_again", user_id=USER, created_at=2, last_activity_at=2)
     other_user = Chat(chat_id="c_bob", user_id="bob", created_at=3, last_activity_at=3)

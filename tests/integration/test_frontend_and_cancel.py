@@ -127,7 +127,7 @@ async def test_a_cancel_closes_the_runs_waiting_frontend_calls(any_table: Any) -
     from agent_core.store.table_store import TableStore
 
     context = build_context(make_settings(), table=any_table, audit=lambda line: None)
-    store = context.deps.store
+    store = context.deps.turns
     assert isinstance(store, TableStore)
     pending = await _running_run(context)
     for tool_id in ("t1", "t2"):

@@ -56,7 +56,7 @@ async def _ask(context: AppContext, message: str, now: str) -> list[dict[str, An
 async def _history(stub: OpenAiStub) -> AppContext:
     """Alice's records: a daily summary on the 5th; on the 7th (yesterday) a chat not summarised yet."""
     context = _context(stub)
-    await context.deps.store.put_daily(
+    await context.deps.memory_store.put_daily(
         DailySummary(
             user_id="alice", date="2026-01-05", summary="用户计划去京都看樱花。", key_topics=["京都"], updated_at=0
         )

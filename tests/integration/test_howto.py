@@ -97,7 +97,7 @@ async def test_the_strategy_of_the_howto_runs_as_a_mode(monkeypatch: pytest.Monk
     assert "three-point outline" in llm.requests[0].messages[0]["content"]
     assert llm.requests[1].messages[-1]["content"] == "Answer following this outline:\n1. Kyoto 2. April 3. Budget"
     assert events[-1]["type"] == "run.complete"
-    stored = await context.deps.store.messages_between(events[0]["chatId"], None, None)
+    stored = await context.deps.chats.messages_between(events[0]["chatId"], None, None)
     assert [(m.role, m.content) for m in stored][-1] == (Role.ASSISTANT, "Go to Kyoto in April.")
 
 

@@ -79,7 +79,7 @@ async def _open_session(ctx: AppContext) -> str:
         chat_id = str(events_in(first.text)[0]["chatId"])
         second = await client.post("/api/ap/query", json={"message": MESSAGES[1], "chatId": chat_id})
         assert second.status_code == 200
-    chat = await ctx.deps.store.get_chat(chat_id, USER)
+    chat = await ctx.deps.chats.get_chat(chat_id, USER)
     assert chat is not None and chat.session_id is not None
     return chat_id
 
@@ -104,7 +104,7 @@ def test_idle_pass_with_sqs_failing_loses_nothing_and_the_id_flows_into_the_work
     # Then the pass reports the failure and the session is still open and due: nothing was lost
     assert fault.raised == [1]
     assert failed["failed"] == 1 and failed["enqueued"] == 0 and "closed" not in failed["details"]
-    chat = entry.run(ctx.deps.store.get_chat(chat_id, USER))
+    chat = entry.run(ctx.deps.chats.get_chat(chat_id, USER))
     assert chat is not None and chat.session_id is not None
     assert _receive_all(queue_url) == []
 
@@ -116,14 +116,14 @@ def test_idle_pass_with_sqs_failing_loses_nothing_and_the_id_flows_into_the_work
     messages = _receive_all(queue_url)
     (body,) = [json.loads(m["Body"]) for m in messages]
     assert body["kind"] == "session_summary" and body["job_run_id"] == run_id
-    closed = entry.run(ctx.deps.store.get_chat(chat_id, USER))
+    closed = entry.run(ctx.deps.chats.get_chat(chat_id, USER))
     assert closed is not None and closed.session_id is None
 
     # And the worker summarises it, logging under the scheduler's run id, and passes the id on
     assert worker(_event_from(messages), FakeLambdaContext(function_name="agent-core-worker")) == {
         "batchItemFailures": []
     }
-    (session,) = entry.run(ctx.deps.store.list_sessions(chat_id))
+    (session,) = entry.run(ctx.deps.memory_store.list_sessions(chat_id))
     assert session.summary and not session.skipped
     # The summary queues the session's memory records and then the profile facts, both under the same run id.
     records_job, profile_job = [json.loads(m["Body"]) for m in _receive_all(queue_url)]
@@ -200,7 +200,7 @@ async def test_a_session_summary_that_fails_is_retried_by_redelivery(failure: Ex
     llm = FlakySummaries(failure)
     ctx = build_context(make_settings(), table=MemoryTable(), llm=llm, audit=lambda _: None)
     chat_id = await _open_session(ctx)
-    chat = await ctx.deps.store.get_chat(chat_id, USER)
+    chat = await ctx.deps.chats.get_chat(chat_id, USER)
     assert chat is not None and chat.session_id is not None
     job = SessionSummaryJob(
         chat_id=chat_id,
@@ -210,14 +210,14 @@ async def test_a_session_summary_that_fails_is_retried_by_redelivery(failure: Ex
         ended_at=chat.last_activity_at,
         job_run_id="jr_test",
     )
-    await ctx.deps.store.close_session(chat_id, chat.session_id)
+    await ctx.deps.memory_store.close_session(chat_id, chat.session_id)
     event = {"Records": [_sqs_record(dump_job(job), "m-1")]}
     # When the worker runs it: the record is reported failed and nothing is written
     assert await process_batch(event, ctx.jobs) == {"batchItemFailures": [{"itemIdentifier": "m-1"}]}
-    assert await ctx.deps.store.list_sessions(chat_id) == []
+    assert await ctx.deps.memory_store.list_sessions(chat_id) == []
     # Then SQS redelivers it and the summary is written
     assert await process_batch(event, ctx.jobs) == {"batchItemFailures": []}
-    (session,) = await ctx.deps.store.list_sessions(chat_id)
+    (session,) = await ctx.deps.memory_store.list_sessions(chat_id)
     assert session.summary == "A trip to Kyoto." and session.key_topics == ["Kyoto"]
     await ctx.background.join()
 
@@ -239,7 +239,7 @@ async def test_the_daily_pass_catches_up_days_whose_summary_never_came() -> None
     await ctx.background.join()
     # Then the second catches the day up and it is summarised
     assert second.enqueued == 1 and second.failed == 0
-    days = await ctx.deps.store.daily_range(USER, today.isoformat(), today.isoformat())
+    days = await ctx.deps.memory_store.daily_range(USER, today.isoformat(), today.isoformat())
     assert len(days) == 1 and days[0].summary == "A trip to Kyoto."
     # And a done day leaves the index: later passes no longer read it
     third = await run_daily_summary(ctx.deps, late + timedelta(hours=2))
@@ -258,11 +258,11 @@ async def test_ending_a_session_with_the_queue_failing_keeps_it_open_for_the_ret
         # When ending the session cannot enqueue its summary: an error, and the session is still open
         failed = await client.post(f"/api/ap/chat/{chat_id}/end")
         assert failed.status_code == 500
-        chat = await ctx.deps.store.get_chat(chat_id, USER)
+        chat = await ctx.deps.chats.get_chat(chat_id, USER)
         assert chat is not None and chat.session_id is not None
         # Then the retry ends it and the summary is written
         ended = (await client.post(f"/api/ap/chat/{chat_id}/end")).json()
         assert ended["ended"] is True and ended["sessionId"] == chat.session_id
     await ctx.background.join()
-    (session,) = await ctx.deps.store.list_sessions(chat_id)
+    (session,) = await ctx.deps.memory_store.list_sessions(chat_id)
     assert session.summary == "A trip to Kyoto."

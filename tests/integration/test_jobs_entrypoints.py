@@ -270,8 +270,8 @@ def lambda_env(queue_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[None
 
 
 async def _seed_chat(ctx: AppContext, chat_id: str, messages: int) -> None:
-    await ctx.deps.store.create_chat(Chat(chat_id=chat_id, user_id="u1", created_at=1, last_activity_at=1))
-    await ctx.deps.store.add_messages(
+    await ctx.deps.chats.create_chat(Chat(chat_id=chat_id, user_id="u1", created_at=1, last_activity_at=1))
+    await ctx.deps.chats.add_messages(
         chat_id,
         [
             Message(
@@ -298,9 +298,9 @@ def test_worker_handler_compacts_a_chat_from_a_real_sqs_batch(lambda_env: None, 
     event["Records"].append(_sqs_record('{"kind": "nope"}', "m-unknown-kind"))
     response = handler(event, FakeLambdaContext(function_name="agent-core-worker"))
     assert response == {"batchItemFailures": [{"itemIdentifier": "m-unknown-kind"}]}
-    summary = entry.run(ctx.deps.store.get_summary("c_long"))
+    summary = entry.run(ctx.deps.memory_store.get_summary("c_long"))
     assert summary is not None and summary.covered_count == 5  # all but the last window of 2
-    assert entry.run(ctx.deps.store.get_summary("c_short_missing")) is None
+    assert entry.run(ctx.deps.memory_store.get_summary("c_short_missing")) is None
 
 
 class RecordedPasses(list[tuple[str, datetime, RunDeps]]):
@@ -379,7 +379,7 @@ def test_scheduled_work_goes_through_sqs_to_the_worker(
     assert worker(_event_from(messages), FakeLambdaContext(function_name="agent-core-worker")) == {
         "batchItemFailures": []
     }
-    assert entry.run(ctx.deps.store.get_summary("c_daily_summary")) is not None
+    assert entry.run(ctx.deps.memory_store.get_summary("c_daily_summary")) is not None
 
 
 # --- dev routes -----------------------------------------------------------------------------------
@@ -690,7 +690,7 @@ def _active_user(at: datetime, user: str = "u1") -> None:
     ctx = build_context(get_settings())
     ms = to_ms(at)
     chat = Chat(chat_id=f"c_{user}", user_id=user, created_at=ms, last_activity_at=ms)
-    asyncio.run(ctx.deps.store.create_chat(chat))
+    asyncio.run(ctx.deps.chats.create_chat(chat))
 
 
 def test_cli_daily_summary_for_an_active_user_refuses_at_once_and_says_why(
@@ -746,10 +746,10 @@ async def test_a_forced_daily_summary_is_written_while_the_user_is_active() -> N
     ctx = build_context(make_settings(AGENT_DEFAULT_TIMEZONE="UTC"), table=MemoryTable(), audit=lambda _: None)
     at = to_ms(datetime(2026, 1, 8, 23, 55, tzinfo=UTC))
     chat = Chat(chat_id="c1", user_id="u1", created_at=at, last_activity_at=at)
-    await ctx.deps.store.create_chat(chat)
+    await ctx.deps.chats.create_chat(chat)
     message = Message(id=sortable_id(at), chat_id="c1", role=Role.USER, content="我头疼", created_at=at)
-    await ctx.deps.store.add_messages("c1", [message])
+    await ctx.deps.chats.add_messages("c1", [message])
     job = DailySummaryJob(user_id="u1", date="2026-01-08", now_ms=at + 60_000)
     assert await summarize_day(ctx.deps, forced(job)) is True
-    days = await ctx.deps.store.daily_range("u1", "2026-01-08", "2026-01-08")
+    days = await ctx.deps.memory_store.daily_range("u1", "2026-01-08", "2026-01-08")
     assert len(days) == 1 and "我头疼" in days[0].summary

@@ -48,7 +48,7 @@ async def _client(jwks: JwksServer, **settings: Any) -> AsyncIterator[httpx.Asyn
         **settings,
     )
     ctx = build_context(configured, table=MemoryTable(), blobs=blobs)
-    await ctx.deps.store.create_chat(Chat(chat_id=CHAT, user_id="user-jwt", created_at=1, last_activity_at=1))
+    await ctx.deps.chats.create_chat(Chat(chat_id=CHAT, user_id="user-jwt", created_at=1, last_activity_at=1))
     await blobs.put(f"data/{FILE}", CSV, "text/csv")
     transport = httpx.ASGITransport(app=build_app(data.router, context=ctx))
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:

@@ -69,8 +69,8 @@ async def test_throttled_after_retries_falls_back_and_the_run_says_which_model_a
     assert text(events) == "From the fallback."
     assert events[-1]["type"] == "run.complete" and events[-1]["model"] == "openai:gpt-4.1-mini"
     # And the run record and the metric say so
-    [chat] = (await context.deps.store.list_chats("u", 10, None)).items
-    [run] = (await context.deps.store.list_runs(chat.chat_id, 10, None))[0]
+    [chat] = (await context.deps.chats.list_chats("u", 10, None)).items
+    [run] = (await context.deps.turns.list_runs(chat.chat_id, 10, None))[0]
     assert run.answered_by == "openai:gpt-4.1-mini" and run.model == PRIMARY
     assert _fallbacks() == 1
 

@@ -119,7 +119,7 @@ async def test_idle_job_closes_each_session_once_then_summary_and_profile() -> N
     async with _client(context) as client:
         chat_id = await _say(client, None, "I want to visit Kyoto in April", DAY1)
         await _say(client, chat_id, "my budget is about 8000 CNY", DAY1 + timedelta(minutes=2))
-        meta = await context.deps.store.get_chat(chat_id, "alice")
+        meta = await context.deps.chats.get_chat(chat_id, "alice")
         assert meta is not None and meta.session_id is not None
         # Not idle yet at +20 min: nothing closes, the due moves
         early = await run_idle_sessions(context.deps, DAY1 + timedelta(minutes=20))
@@ -135,10 +135,10 @@ async def test_idle_job_closes_each_session_once_then_summary_and_profile() -> N
         assert sorted(int(r.details.get("closed", 0)) for r in reports) == [0, 1]
         assert [r.enqueued for r in reports] == [1, 1]
         await context.background.join()
-    sessions = await context.deps.store.list_sessions(chat_id)
+    sessions = await context.deps.memory_store.list_sessions(chat_id)
     assert len(sessions) == 1 and sessions[0].summary.startswith("The user planned a trip")
     assert sessions[0].key_topics == ["Kyoto", "April trip"] and sessions[0].local_date == "2026-01-07"
-    profile = await context.deps.store.get_profile("alice")
+    profile = await context.deps.memory_store.get_profile("alice")
     assert profile is not None and [(f.aspect, f.value) for f in profile.facts] == [("budget", "about 8000 CNY")]
     # The session twice (both jobs ran at once: one write won), then the profile facts once (queued only by the
     # job whose write won).
@@ -150,12 +150,12 @@ async def test_a_turn_after_the_idle_timeout_ends_the_stale_session_and_opens_a_
     async with _client(context) as client:
         chat_id = await _say(client, None, "first session, about Kyoto temples", DAY1)
         await _say(client, chat_id, "and gardens in Kyoto too please", DAY1 + timedelta(minutes=1))
-        first = await context.deps.store.get_chat(chat_id, "alice")
+        first = await context.deps.chats.get_chat(chat_id, "alice")
         await _say(client, chat_id, "a new topic: laptops", DAY1 + timedelta(hours=2))
         await context.background.join()
-    second = await context.deps.store.get_chat(chat_id, "alice")
+    second = await context.deps.chats.get_chat(chat_id, "alice")
     assert first is not None and second is not None and first.session_id != second.session_id
-    assert [s.session_id for s in await context.deps.store.list_sessions(chat_id)] == [first.session_id]
+    assert [s.session_id for s in await context.deps.memory_store.list_sessions(chat_id)] == [first.session_id]
 
 
 async def test_short_sessions_are_marked_done_without_an_llm_call() -> None:
@@ -165,7 +165,7 @@ async def test_short_sessions_are_marked_done_without_an_llm_call() -> None:
         chat_id = await _say(client, None, "hi", DAY1)
         assert (await client.post(f"/api/ap/chat/{chat_id}/end")).json()["ended"] is True
         await context.background.join()
-    sessions = await context.deps.store.list_sessions(chat_id)
+    sessions = await context.deps.memory_store.list_sessions(chat_id)
     assert len(sessions) == 1 and sessions[0].skipped
     assert not [r for r in llm.requests if r.purpose == "summarize"]
 
@@ -186,7 +186,7 @@ async def test_daily_job_summarises_the_closed_day_and_writes_it_into_the_chat()
         assert report.enqueued == 1
         await context.background.join()
         messages = (await client.get(f"/api/v1/conversations/{chat_id}/messages")).json()["items"]
-    days = await context.deps.store.daily_range("alice", "2026-01-07", "2026-01-07")
+    days = await context.deps.memory_store.daily_range("alice", "2026-01-07", "2026-01-07")
     assert len(days) == 1 and days[0].key_topics == ["Kyoto", "April trip"] and days[0].session_count == 1
     assert len(llm.requests) == calls_before, "one session that day: its summary is reused, no LLM call"
     daily = [m for m in messages if m["kind"] == Kind.DAILY_SUMMARY.value]
@@ -222,7 +222,7 @@ async def test_a_user_still_active_is_deferred_with_a_delayed_message() -> None:
 async def test_time_query_is_answered_from_summaries_in_exactly_one_llm_call() -> None:
     llm = JsonLlm(Reply(text="Yesterday you planned Kyoto."))
     context = _context(llm)
-    await context.deps.store.put_daily(
+    await context.deps.memory_store.put_daily(
         DailySummary(
             user_id="alice",
             date="2026-01-07",
@@ -266,7 +266,7 @@ async def test_profile_is_visible_and_erasable_and_joins_the_prompt() -> None:
     context = _context(llm)
     from agent_core.domain.models import Profile, ProfileFact
 
-    await context.deps.store.put_profile(
+    await context.deps.memory_store.put_profile(
         Profile(
             user_id="alice",
             facts=[ProfileFact(aspect="interests", key="travel", value="Japan", source_date="2026-01-07")],
@@ -309,7 +309,7 @@ async def test_search_chat_history_and_get_user_profile_tools() -> None:
         Reply(text="done"),
     )
     context = _context(llm)
-    await context.deps.store.put_daily(
+    await context.deps.memory_store.put_daily(
         DailySummary(
             user_id="alice",
             date="2026-01-07",
@@ -318,7 +318,7 @@ async def test_search_chat_history_and_get_user_profile_tools() -> None:
             updated_at=0,
         )
     )
-    await context.deps.store.put_profile(
+    await context.deps.memory_store.put_profile(
         Profile(
             user_id="alice",
             facts=[ProfileFact(aspect="budget", key="trip", value="8000 CNY", source_date="2026-01-07")],
@@ -338,39 +338,39 @@ async def test_dead_runs_are_marked_failed_by_the_next_turn_or_by_the_idle_job()
     from agent_core.domain.models import RunStatus
 
     context = _context(JsonLlm(), AGENT_RUN_HEARTBEAT_MS="24000")
-    store = context.deps.store
+    chats, turns = context.deps.chats, context.deps.turns
     async with _client(context) as client:
         chat_id = await _say(client, None, "first", DAY1)
         # Given a run that died holding the lease (its Lambda was killed mid-turn)
         from agent_core.domain.models import Message, Role, Run
 
         at = int((DAY1 + timedelta(minutes=1)).timestamp() * 1000)
-        chat = await store.get_chat(chat_id, "alice")
+        chat = await chats.get_chat(chat_id, "alice")
         assert chat is not None
         dead = Run(run_id="dead-run", chat_id=chat_id, user_id="alice", request_id="r-dead", started_at=at)
         message = Message(id=f"{at:013d}", chat_id=chat_id, role=Role.USER, content="lost", created_at=at)
         from agent_core.memory.calendar import zone
         from agent_core.memory.session_rules import plan_session
 
-        await store.begin_turn(chat, dead, message, 60_000, plan_session(chat, at, zone("UTC", "UTC"), 1_800_000))
+        await turns.begin_turn(chat, dead, message, 60_000, plan_session(chat, at, zone("UTC", "UTC"), 1_800_000))
         # When the next turn comes after the lease expired, it takes the lease and fails the dead run
         await _say(client, chat_id, "are you there?", DAY1 + timedelta(minutes=3))
-    run = await store.get_run(chat_id, "dead-run")
+    run = await turns.get_run(chat_id, "dead-run")
     assert run is not None and run.status == RunStatus.FAILED and run.error_code == "interrupted"
     # And the idle job frees a dead run's lease when no turn came
     async with _client(context) as client:
         other = await _say(client, None, "second chat", DAY1)
-    chat = await store.get_chat(other, "alice")
+    chat = await chats.get_chat(other, "alice")
     assert chat is not None
     at = int((DAY1 + timedelta(minutes=5)).timestamp() * 1000)
     dead2 = Run(run_id="dead-2", chat_id=other, user_id="alice", request_id="r-dead-2", started_at=at)
     message2 = Message(id=f"{at:013d}x", chat_id=other, role=Role.USER, content="lost too", created_at=at)
-    await store.begin_turn(chat, dead2, message2, 60_000, None)
+    await turns.begin_turn(chat, dead2, message2, 60_000, None)
     report = await run_idle_sessions(context.deps, DAY1 + timedelta(hours=2))
     assert report.details.get("runs_failed") == 1
-    after = await store.get_chat(other, "alice")
+    after = await chats.get_chat(other, "alice")
     assert after is not None and after.active_run_id is None
-    assert (await store.get_run(other, "dead-2")).status == RunStatus.FAILED  # type: ignore[union-attr]
+    assert (await turns.get_run(other, "dead-2")).status == RunStatus.FAILED  # type: ignore[union-attr]
 
 
 class RecordingOffline:
@@ -396,12 +396,12 @@ async def test_a_day_of_short_chinese_sessions_is_summarised_from_its_messages()
         chat_id = await _say(client, None, "我头疼，吃了布洛芬", DAY1)
         await run_idle_sessions(context.deps, DAY1 + timedelta(hours=1))
         await context.background.join()
-        sessions = await context.deps.store.list_sessions(chat_id)
+        sessions = await context.deps.memory_store.list_sessions(chat_id)
         assert len(sessions) == 1 and sessions[0].skipped, "too short for a session summary"
         report = await run_daily_summary(context.deps, datetime(2026, 1, 7, 16, 30, tzinfo=UTC))
         assert report.enqueued == 1
         await context.background.join()
-    days = await context.deps.store.daily_range("alice", "2026-01-07", "2026-01-07")
+    days = await context.deps.memory_store.daily_range("alice", "2026-01-07", "2026-01-07")
     assert len(days) == 1
     assert "布洛芬" in days[0].summary and days[0].summary != "[offline model]"
     assert days[0].message_count == 2 and days[0].session_count == 1  # the question and the offline reply
@@ -426,7 +426,7 @@ async def test_a_day_is_never_stored_empty_over_real_messages() -> None:
         await run_idle_sessions(context.deps, DAY1 + timedelta(hours=1))
         await run_daily_summary(context.deps, datetime(2026, 1, 7, 16, 30, tzinfo=UTC))
         await context.background.join()
-    days = await context.deps.store.daily_range("alice", "2026-01-07", "2026-01-07")
+    days = await context.deps.memory_store.daily_range("alice", "2026-01-07", "2026-01-07")
     assert len(days) == 1 and "User: 明天提醒我买药" in days[0].summary
 
 
@@ -448,7 +448,7 @@ async def test_a_session_across_midnight_is_told_by_both_days_each_message_once(
         )
         await run_idle_sessions(context.deps, morning + timedelta(hours=1))
         await context.background.join()
-        sessions = sorted(await context.deps.store.list_sessions(chat_id), key=lambda s: s.started_at)
+        sessions = sorted(await context.deps.memory_store.list_sessions(chat_id), key=lambda s: s.started_at)
         assert [(s.local_date, s.skipped) for s in sessions] == [("2026-01-07", False), ("2026-01-08", False)]
         await run_daily_summary(context.deps, datetime(2026, 1, 7, 16, 30, tzinfo=UTC))
         await run_daily_summary(context.deps, datetime(2026, 1, 8, 16, 30, tzinfo=UTC))
@@ -462,7 +462,7 @@ async def test_a_session_across_midnight_is_told_by_both_days_each_message_once(
     assert prompt.count("User: 午夜之后") == 1, "the message after midnight, once, raw"
     # (the morning's answers may quote what the assistant remembered of the 7th: its messages are not there raw)
     assert "User: 我最近总是失眠" not in prompt, "the part before midnight is the 7th's"
-    days = {d.date: d for d in await context.deps.store.daily_range("alice", "2026-01-07", "2026-01-08")}
+    days = {d.date: d for d in await context.deps.memory_store.daily_range("alice", "2026-01-07", "2026-01-08")}
     assert "右佐匹克隆" in days["2026-01-07"].summary and "右佐匹克隆" in days["2026-01-08"].summary
     assert days["2026-01-08"].session_count == 1 and days["2026-01-08"].message_count == 4 + 2
 

@@ -16,7 +16,7 @@ from agent_core.context import AppContext, build_context
 from agent_core.domain.jobs import MemoryRecordsJob
 from agent_core.llm.tokens import estimate_text
 from agent_core.memory.recall import HEADER
-from agent_core.store.memory_records import mark_key
+from agent_core.store.memory_records import RecordTable, mark_key
 from agent_core.store.table import Table
 from tests.support.fake_llm import ScriptedLlm
 from tests.support.fixtures import make_settings
@@ -125,7 +125,8 @@ async def test_a_retried_records_job_writes_each_record_once(client: httpx.Async
     version = await memory.records.version("alice")
     await context.jobs(MemoryRecordsJob(chat_id=out["chatId"], user_id="alice"))  # a redelivered message
     # A job that wrote its records and then failed before moving the chat's mark: run again from scratch.
-    await context.deps.store.records.table.delete(mark_key(out["chatId"]))
+    assert isinstance(memory.records, RecordTable)
+    await memory.records.table.delete(mark_key(out["chatId"]))
     await context.jobs(MemoryRecordsJob(chat_id=out["chatId"], user_id="alice"))
     after = await memory.records.load("alice")
     assert sorted(s.record.record_id for s in after) == sorted(s.record.record_id for s in before)
@@ -261,7 +262,7 @@ async def test_search_memory_and_search_chat_history_with_a_query_use_the_record
         settings=context.settings,
         timezone="UTC",
         now=datetime(2024, 6, 1, tzinfo=UTC),
-        memory=context.deps.store,
+        memory=context.deps.memory_store,
         records=context.deps.memory,
     )
     found = await SearchMemoryTool().run(MemorySearchArgs(query="which car rental in El Calafate"), tool_context)

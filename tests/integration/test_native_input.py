@@ -55,7 +55,7 @@ async def test_x_agent_now_on_a_dev_server_without_the_override_is_refused(
     error = _error(answer)
     assert error["code"] == "clock_override_disabled" and error["param"] == "X-Agent-Now"
     assert "AGENT_ALLOW_CLOCK_OVERRIDE" in error["message"]
-    assert (await ctx.deps.store.list_chats("alice", 10, None)).items == []  # refused before any work
+    assert (await ctx.deps.chats.list_chats("alice", 10, None)).items == []  # refused before any work
 
 
 async def test_x_agent_now_is_honoured_with_the_override_and_ignored_outside_dev() -> None:
@@ -65,7 +65,7 @@ async def test_x_agent_now_is_honoured_with_the_override_and_ignored_outside_dev
         async with _client(ctx) as client:
             answer = await client.post("/api/ap/query", json={"message": "hello"}, headers=NOW)
         assert answer.status_code == 200
-        [chat] = (await ctx.deps.store.list_chats("alice", 10, None)).items
+        [chat] = (await ctx.deps.chats.list_chats("alice", 10, None)).items
         assert (chat.created_at == 1767751200000) is honoured  # 2026-01-07T02:00:00Z
 
 
@@ -79,7 +79,7 @@ async def test_an_empty_chat_id_is_refused_as_the_replay_query_refuses_it() -> N
         replay = await client.get("/api/ap/chat", params={"chatId": ""})
     for answer in (query, replay):
         assert answer.status_code == 422 and _error(answer)["param"] == "chatId"
-    assert (await ctx.deps.store.list_chats("alice", 10, None)).items == []
+    assert (await ctx.deps.chats.list_chats("alice", 10, None)).items == []
 
 
 # ----- unknown fields -----
@@ -103,7 +103,7 @@ async def test_an_unknown_top_level_field_is_refused_naming_it(path: str, body: 
     assert answer.status_code == 422
     error = _error(answer)
     assert (error["code"], error["param"]) == ("unknown_field", field) and field in error["message"]
-    assert (await ctx.deps.store.list_chats("alice", 10, None)).items == []
+    assert (await ctx.deps.chats.list_chats("alice", 10, None)).items == []
 
 
 async def test_unknown_fields_on_the_other_native_bodies() -> None:

@@ -95,5 +95,5 @@ async def test_concurrent_creates_with_one_key_run_one_turn(any_table: Table) ->
     assert statuses in ([200, 409], [200, 200]), [a.text for a in answers]
     ids = {a.json()["id"] for a in answers if a.status_code == 200}
     assert len(ids) == 1
-    chats = (await ctx.deps.store.list_chats("alice", 10, None)).items
+    chats = (await ctx.deps.chats.list_chats("alice", 10, None)).items
     assert len(chats) == 1  # one conversation, one turn

@@ -275,12 +275,12 @@ async def test_progressive_parts_and_their_follow_up_are_one_answer(openai_stub:
     context = stub_context(openai_stub, agent)
     events = await run_turn(context, "p", "What time is it in Tokyo? And in London?")
     start = next(e for e in events if e["type"] == "run.start")
-    run = await context.deps.store.get_run(start["chatId"], start["runId"])
+    run = await context.deps.turns.get_run(start["chatId"], start["runId"])
     # Then the result blocking callers get is the streamed answer (one paragraph break between the parts)
     assert run is not None and run.result is not None
     assert run.result.assistant_message == text(events) and run.result.finish_reason == "stop"
     # And each part is stored once: the parts with the calls they led to, the follow-up as the answer
-    stored = (await context.deps.store.recent_messages(start["chatId"], None, 50)).items
+    stored = (await context.deps.chats.recent_messages(start["chatId"], None, 50)).items
     assistant = [(m.content.strip(), [c.id for c in m.tool_calls or []]) for m in stored if m.role == Role.ASSISTANT]
     assert assistant == [
         ("", ["quick_0"]),

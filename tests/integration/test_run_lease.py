@@ -73,7 +73,7 @@ class DrivenHeartbeat:
 
 
 def _lease_expires_at(context: AppContext, chat_id: str) -> int:
-    chat = asyncio.run(context.deps.store.get_chat(chat_id, "alice"))
+    chat = asyncio.run(context.deps.chats.get_chat(chat_id, "alice"))
     assert chat is not None and chat.lease_expires_at is not None
     return chat.lease_expires_at
 
@@ -134,20 +134,20 @@ async def test_the_lease_is_released_when_the_history_read_fails(monkeypatch: py
     client = httpx.AsyncClient(transport=transport, base_url="http://t", headers={"X-User-Id": "alice"})
     async with client:
         chat_id = (await client.post("/api/v1/conversations", json={})).json()["conversationId"]
-        store = context.deps.store
-        original = store.recent_messages
+        chats = context.deps.chats
+        original = chats.recent_messages
 
         async def broken(*args: Any, **kwargs: Any) -> Any:
             raise RuntimeError("history unavailable")
 
-        monkeypatch.setattr(store, "recent_messages", broken)
+        monkeypatch.setattr(chats, "recent_messages", broken)
         failed = await client.post(f"/api/v1/conversations/{chat_id}/chat", json={"message": "hi"})
         assert failed.status_code == 500
         # Then the run is recorded failed and the lease is free: the next turn runs at once
-        monkeypatch.setattr(store, "recent_messages", original)
-        chat = await store.get_chat(chat_id, "alice")
+        monkeypatch.setattr(chats, "recent_messages", original)
+        chat = await chats.get_chat(chat_id, "alice")
         assert chat is not None and chat.active_run_id is None
-        runs, _ = await store.list_runs(chat_id, 10, None)
+        runs, _ = await context.deps.turns.list_runs(chat_id, 10, None)
         assert [(r.status.value, r.error_code) for r in runs] == [("failed", "internal_error")]
         ok = await client.post(f"/api/v1/conversations/{chat_id}/chat", json={"message": "again"})
         assert ok.status_code == 200

@@ -58,7 +58,7 @@ def test_ag_ui_refuses_129_tools_before_any_work(
     assert "128" in error["message"]
     # Nothing ran and nothing was written: no model call, no chat for the thread
     assert openai_stub.requests == []
-    assert asyncio.run(context.deps.store.get_chat(client_chat_id("user-a", "t-many"), "user-a")) is None
+    assert asyncio.run(context.deps.chats.get_chat(client_chat_id("user-a", "t-many"), "user-a")) is None
     # 128 tools are fine
     body["tools"] = body["tools"][:128]
     assert httpx.post(url, json=body, headers={"Authorization": "Bearer user-a"}, timeout=30).status_code == 200

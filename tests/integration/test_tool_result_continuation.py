@@ -34,7 +34,7 @@ USER = "user-a"
 
 
 def _stored(context: AppContext, chat_id: str) -> list[Message]:
-    page = asyncio.run(context.deps.store.list_messages(chat_id, USER, 100, None))
+    page = asyncio.run(context.deps.chats.list_messages(chat_id, USER, 100, None))
     assert page is not None
     return page.items
 

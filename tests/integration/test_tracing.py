@@ -208,7 +208,7 @@ async def test_token_counts_equal_the_runs_usage(spans: InMemorySpanExporter) ->
     cid, finished, context = await _scripted_turn(spans)
     [span] = _by_operation(finished, "invoke_agent")
     turn_chats = [c for c in _by_operation(finished, "chat") if _parent(c) == span.context.span_id]
-    run = await context.deps.store.get_run(cid, str(span.attributes["agent_core.run.id"]))
+    run = await context.deps.turns.get_run(cid, str(span.attributes["agent_core.run.id"]))
     assert run is not None
     usage = {"input_tokens": run.usage.prompt_tokens, "output_tokens": run.usage.completion_tokens}
     assert usage == {"input_tokens": 20, "output_tokens": 10}  # two scripted model calls, 10 + 5 each

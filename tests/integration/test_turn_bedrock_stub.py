@@ -82,7 +82,7 @@ async def test_two_tool_calls_then_an_answer_through_the_chat_api_on_dynamodb(
     assert [m["role"] for m in second] == ["user", "assistant", "user"]
     assert all(call.model_id == MODEL for call in bedrock_stub.calls)
     # And the run record holds both calls' usage, cache reads included
-    runs, _ = await context.deps.store.list_runs(cid, 10, None)
+    runs, _ = await context.deps.turns.list_runs(cid, 10, None)
     [run] = runs
     assert (run.usage.prompt_tokens, run.usage.completion_tokens, run.usage.cache_read_tokens) == (60, 17, 30)
 
@@ -222,7 +222,7 @@ async def _summary_at_least(context: AppContext, chat_id: str, version: int) -> 
 
     async def reached() -> Summary | None:
         await context.background.join()
-        summary = await context.deps.store.get_summary(chat_id)
+        summary = await context.deps.memory_store.get_summary(chat_id)
         return summary if summary is not None and summary.version >= version else None
 
     return await apoll_until(reached, f"summary version {version}")

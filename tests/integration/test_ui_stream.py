@@ -187,7 +187,7 @@ def test_a_client_tool_ends_the_run_and_its_output_continues_it(
         "content": '{"temp": 18}',
     }
     # And the chat holds the question, the call, its output and the answer: nothing invented
-    page = asyncio.run(context.deps.store.list_messages(client_chat_id("user-a", "chat-tools"), "user-a", 50, None))
+    page = asyncio.run(context.deps.chats.list_messages(client_chat_id("user-a", "chat-tools"), "user-a", 50, None))
     assert page is not None
     assert [m.content for m in page.items if m.role == Role.USER] == ["Weather in Oslo?"]
     assert [m.role for m in page.items] == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT]
@@ -202,7 +202,7 @@ def test_client_tools_are_bounded_and_outputs_must_be_owed(
     many = [{**WEATHER, "name": f"tool_{n}"} for n in range(129)]
     refused = httpx.post(api, json={"id": "chat-many", "messages": [question], "tools": many}, headers=auth)
     assert refused.status_code == 422 and refused.json()["error"]["param"] == "tools"
-    assert asyncio.run(context.deps.store.get_chat(client_chat_id("user-a", "chat-many"), "user-a")) is None
+    assert asyncio.run(context.deps.chats.get_chat(client_chat_id("user-a", "chat-many"), "user-a")) is None
     output = {
         "type": "dynamic-tool",
         "toolName": "get_weather",

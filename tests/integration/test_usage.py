@@ -132,7 +132,7 @@ async def test_a_retried_usage_job_changes_nothing(app_ctx: AppContext, client: 
     await app_ctx.background.join()
     before = (await client.get("/api/ap/usage")).json()["items"]
     # When the queue delivers the same run's record again (an SQS redelivery, a retried worker batch)
-    [run] = (await app_ctx.deps.store.list_runs(await _only_chat(app_ctx), 10, None))[0]
+    [run] = (await app_ctx.deps.turns.list_runs(await _only_chat(app_ctx), 10, None))[0]
     today = datetime.now(UTC).date().isoformat()
     job = UsageJob(user_id="alice", day=today, model=run.model, marker=f"run:{run.run_id}", usage=run.usage, runs=1)
     assert await app_ctx.jobs(job) is False
@@ -140,7 +140,7 @@ async def test_a_retried_usage_job_changes_nothing(app_ctx: AppContext, client: 
 
 
 async def _only_chat(context: AppContext) -> str:
-    page = await context.deps.store.list_chats("alice", 10, None)
+    page = await context.deps.chats.list_chats("alice", 10, None)
     [chat] = page.items
     return chat.chat_id
 
@@ -179,7 +179,7 @@ async def test_over_the_token_budget_a_turn_is_refused_with_429() -> None:
         assert 0 < int(refused.headers["Retry-After"]) <= 86_400
         assert refused.json()["data"]["remaining"] == {"tokens": 0}
         # And no chat was opened nor run recorded for it
-        assert len((await context.deps.store.list_chats("alice", 10, None)).items) == 2
+        assert len((await context.deps.chats.list_chats("alice", 10, None)).items) == 2
         usage = (await client.get("/api/ap/usage")).json()
         assert usage["totals"]["runs"] == 2 and usage["budget"]["remainingTokens"] == 0
         # And another user is not limited by alice's spend

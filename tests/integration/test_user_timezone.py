@@ -54,7 +54,7 @@ def _route(events: list[dict[str, Any]]) -> dict[str, Any]:
 async def test_patch_profile_sets_a_valid_zone_keeps_the_facts_and_refuses_other_names() -> None:
     context = _context()
     fact = ProfileFact(aspect="interests", key="travel", value="Japan", source_date="2026-01-07")
-    await context.deps.store.put_profile(Profile(user_id="nyc", facts=[fact]))
+    await context.deps.memory_store.put_profile(Profile(user_id="nyc", facts=[fact]))
     async with _client(context) as client:
         assert (await client.get("/api/ap/profile")).json()["timezone"] == "Asia/Shanghai"  # the default
         changed = await client.patch("/api/ap/profile", json={"timezone": "Europe/Paris"})
@@ -84,13 +84,13 @@ async def test_a_profile_zone_drives_day_markers_sessions_daily_summaries_and_ti
         assert await table.get(it.daymark_key("nyc", "2026-01-08")) is None
         await run_idle_sessions(context.deps, EVENING_IN_NEW_YORK + timedelta(hours=1))
         await context.background.join()
-        sessions = await context.deps.store.list_sessions(chat_id)
+        sessions = await context.deps.memory_store.list_sessions(chat_id)
         assert [s.local_date for s in sessions] == ["2026-01-07"]
         # New York's Jan 7 closes at 05:00 UTC on Jan 8: the 05:30 pass summarises it.
         report = await run_daily_summary(context.deps, datetime(2026, 1, 8, 5, 30, tzinfo=UTC))
         assert report.enqueued == 1
         await context.background.join()
-        assert [d.date for d in await context.deps.store.daily_range("nyc", "2026-01-01", "2026-01-31")] == [
+        assert [d.date for d in await context.deps.memory_store.daily_range("nyc", "2026-01-01", "2026-01-31")] == [
             "2026-01-07"
         ]
         # The next evening in New York, "yesterday" is Jan 7 there.
@@ -100,7 +100,7 @@ async def test_a_profile_zone_drives_day_markers_sessions_daily_summaries_and_ti
 
 async def test_a_request_names_its_zone_in_the_body_or_the_x_timezone_header() -> None:
     context = _context()
-    await context.deps.store.put_daily(
+    await context.deps.memory_store.put_daily(
         DailySummary(user_id="nyc", date="2026-01-07", summary="Kyoto plans.", key_topics=["Kyoto"], updated_at=0)
     )
     later = EVENING_IN_NEW_YORK + timedelta(days=1)  # Jan 9 in Shanghai, Jan 8 in New York

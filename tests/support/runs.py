@@ -14,7 +14,7 @@ from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
 async def run_turn(context: AppContext, agent_key: str, message: str, user: str = "u") -> list[dict[str, Any]]:
     at = now_ms()
     chat = Chat(chat_id=new_chat_id(), user_id=user, agent_key=agent_key, created_at=at, last_activity_at=at)
-    await context.deps.store.create_chat(chat)
+    await context.deps.chats.create_chat(chat)
     prepared = await prepare_turn(context.deps, TurnRequest(user_id=user, chat_id=chat.chat_id, message=message))
     assert isinstance(prepared, PreparedTurn)
     return [e.wire() async for e in TurnRunner(prepared).events()]

@@ -12,6 +12,6 @@ async def compact_chat(deps: RunDeps, job: CompactJob) -> bool:
     """True when the summary moved on; idempotent (nothing to fold, or a lost race, changes nothing)."""
     s = deps.settings
     policy = CompactionPolicy(window=s.memory_window, compact_after=s.memory_compact_after)
-    changed = await compact(deps.store, deps.llm, job.model, job.chat_id, policy)
+    changed = await compact(deps.memory_store, deps.llm, job.model, job.chat_id, policy)
     logger.info("compaction", extra={"chatId": job.chat_id, "changed": changed})
     return bool(changed)

@@ -54,7 +54,7 @@ async def enqueue_closed_days(deps: RunDeps, now: datetime, report: JobReport, u
     async def shard(bucket: str, index: int, late: bool) -> None:
         # Page by page: memory stays flat however many users closed their day in this hour. A done marker
         # leaves the index, so the catch-up reads only the stragglers.
-        async for marks in deps.store.day_mark_pages(bucket, index, now_ms_):
+        async for marks in deps.memory_store.day_mark_pages(bucket, index, now_ms_):
             page = [(u, d) for u, d in marks if user_id is None or u == user_id]
             jobs: list[Job] = [DailySummaryJob(user_id=u, date=d, now_ms=now_ms_) for u, d in page]
             report.scanned += len(page)
@@ -95,12 +95,12 @@ async def _day_material(deps: RunDeps, chats: list[Chat], day: str, start_ms: in
     """
     found = DayMaterial()
     for chat in chats:
-        messages = await deps.store.messages_between(chat.chat_id, id_floor(start_ms), id_ceiling(end_ms - 1))
+        messages = await deps.memory_store.messages_between(chat.chat_id, id_floor(start_ms), id_ceiling(end_ms - 1))
         normal = [m for m in messages if m.kind == Kind.NORMAL]
         if not normal:
             continue
         found.active.append(chat)
-        filed = [s for s in await deps.store.list_sessions(chat.chat_id) if s.local_date == day]
+        filed = [s for s in await deps.memory_store.list_sessions(chat.chat_id) if s.local_date == day]
         summarised = told(filed)
         found.filed += len(filed)
         found.sessions += summarised
@@ -140,11 +140,11 @@ def forced(job: DailySummaryJob) -> DailySummaryJob:
 
 async def summarize_day(deps: RunDeps, job: DailySummaryJob) -> bool:
     """Upsert the user's day summary and write it into each chat active that day. False: nothing written."""
-    store = deps.store
-    if await store.is_day_done(job.user_id, job.date):
+    memory = deps.memory_store
+    if await memory.is_day_done(job.user_id, job.date):
         return False
     now_ms_ = job.now_ms or now_ms()
-    if job.deferrals < MAX_DEFERRALS and await last_active(store, job.user_id, now_ms_) is not None:
+    if job.deferrals < MAX_DEFERRALS and await last_active(memory, job.user_id, now_ms_) is not None:
         # The user is still talking: summarise later (a delayed message, not a failure).
         logger.info(
             "daily summary deferred: the user is active",
@@ -152,14 +152,14 @@ async def summarize_day(deps: RunDeps, job: DailySummaryJob) -> bool:
         )
         await deps.work_queue.enqueue(job.model_copy(update={"deferrals": job.deferrals + 1}), delay_s=DEFER_S)
         return False
-    profile = await store.get_profile(job.user_id)
+    profile = await memory.get_profile(job.user_id)
     tz = zone(profile.timezone if profile else None, deps.settings.default_timezone)
     start_ms, end_ms = day_bounds(date.fromisoformat(job.date), tz)
-    chats = await store.chats_active_since(job.user_id, start_ms)
+    chats = await memory.chats_active_since(job.user_id, start_ms)
     found = await _day_material(deps, chats, job.date, start_ms, end_ms)
     if not found.active:
         logger.info("no activity that day", extra={"userId": job.user_id, "date": job.date})
-        await store.mark_day_done(job.user_id, job.date, now_ms_)
+        await memory.mark_day_done(job.user_id, job.date, now_ms_)
         return False
     text, topics = await _day_text(deps, found)
     day = DailySummary(
@@ -172,9 +172,9 @@ async def summarize_day(deps: RunDeps, job: DailySummaryJob) -> bool:
         updated_at=now_ms_,
     )
     await remember_day(deps, day, start_ms)
-    await store.put_daily(day)
+    await memory.put_daily(day)
     for chat in found.active:
-        await store.put_daily_message(
+        await memory.put_daily_message(
             Message(
                 id=f"DAY#{job.date}",
                 chat_id=chat.chat_id,
@@ -184,5 +184,5 @@ async def summarize_day(deps: RunDeps, job: DailySummaryJob) -> bool:
                 created_at=end_ms - 1,
             )
         )
-    await store.mark_day_done(job.user_id, job.date, now_ms_)
+    await memory.mark_day_done(job.user_id, job.date, now_ms_)
     return True

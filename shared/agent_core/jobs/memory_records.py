@@ -21,13 +21,13 @@ async def index_chat(deps: RunDeps, job: MemoryRecordsJob) -> bool:
     memory = deps.memory
     if memory is None:
         return False
-    chat = await deps.store.get_chat(job.chat_id, job.user_id)
+    chat = await deps.chats.get_chat(job.chat_id, job.user_id)
     if chat is None:
         logger.info("memory records dropped: the chat is gone", extra={"chatId": job.chat_id})
         return False
     mark = await memory.records.get_mark(job.chat_id)
     after = id_floor(mark.context_at) if mark else None
-    kept = dialogue(await deps.store.messages_between(job.chat_id, after, None))
+    kept = dialogue(await deps.chats.messages_between(job.chat_id, after, None))
     if not kept or (mark is not None and kept[-1].id <= mark.upto_id):
         return False
     records = message_records(job.user_id, job.chat_id, kept)

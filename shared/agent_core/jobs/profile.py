@@ -14,16 +14,16 @@ from agent_core.observability import logger
 
 async def extract_profile(deps: RunDeps, job: ProfileJob) -> bool:
     """Idempotent: facts already merged from this session are merged again to the same result."""
-    session = await deps.store.get_session(job.chat_id, job.session_id)
+    session = await deps.memory_store.get_session(job.chat_id, job.session_id)
     if session is None or session.skipped or not session.summary:
         logger.info("profile job dropped: no session summary", extra={"sessionId": job.session_id})
         return False
     result = await summarise(deps.llm, deps.settings.model, session.summary, kind="profile")
     if not result.facts:
         return False
-    profile = await deps.store.get_profile(job.user_id) or Profile(user_id=job.user_id)
+    profile = await deps.memory_store.get_profile(job.user_id) or Profile(user_id=job.user_id)
     merged = merge_facts(profile, result.facts, session.local_date)
     merged.updated_at = now_ms()
-    await deps.store.put_profile(merged)
+    await deps.memory_store.put_profile(merged)
     await remember_facts(deps, merged, session.started_at)
     return True

@@ -26,18 +26,18 @@ class SummaryFailed(RuntimeError):
 
 async def summarize_session(deps: RunDeps, job: SessionSummaryJob) -> bool:
     """Write the session's summary once (idempotent); then queue the profile extraction. False: nothing to do."""
-    store = deps.store
+    memory = deps.memory_store
     # The session's exchanges become memory records (a job of their own: idempotent, retried on its own).
     await deps.work_queue.enqueue(MemoryRecordsJob(chat_id=job.chat_id, user_id=job.user_id))
-    if await store.get_session(job.chat_id, job.session_id) is not None:
+    if await memory.get_session(job.chat_id, job.session_id) is not None:
         return False
-    chat = await store.get_chat(job.chat_id, job.user_id)
+    chat = await deps.chats.get_chat(job.chat_id, job.user_id)
     if chat is None:
         logger.info("session summary dropped: the chat is gone", extra={"chatId": job.chat_id})
         return False
-    profile = await store.get_profile(job.user_id)
+    profile = await memory.get_profile(job.user_id)
     tz = zone(profile.timezone if profile else None, deps.settings.default_timezone)
-    span = await store.messages_between(job.chat_id, id_floor(job.started_at), id_ceiling(job.ended_at))
+    span = await memory.messages_between(job.chat_id, id_floor(job.started_at), id_ceiling(job.ended_at))
     messages = [m for m in span if m.kind == Kind.NORMAL]
     session = SessionSummary(
         chat_id=job.chat_id,
@@ -50,14 +50,14 @@ async def summarize_session(deps: RunDeps, job: SessionSummaryJob) -> bool:
     )
     if too_little(messages):
         session.skipped = True
-        return await store.put_session(session)
+        return await memory.put_session(session)
     result = await summarise(deps.llm, deps.settings.model, messages, kind="session")
     if not result.summary.strip():
         # Nothing is written, so the job fails and is retried (SQS redelivery), like an LLM error.
         raise SummaryFailed(f"empty session summary for {job.chat_id}/{job.session_id}")
     session.summary, session.key_topics = result.summary, result.key_topics
     await remember_session(deps, session, messages)  # before the summary: a retry finds it and writes it once
-    written = await store.put_session(session)
+    written = await memory.put_session(session)
     if written:
         await deps.work_queue.enqueue(ProfileJob(chat_id=job.chat_id, user_id=job.user_id, session_id=job.session_id))
     return written
@@ -76,11 +76,11 @@ async def close_idle_sessions(deps: RunDeps, now: datetime, report: JobReport, u
     now_ms = to_ms(now)
     idle_ms = deps.settings.idle_timeout_minutes * 60_000
     lease_now = min(now_ms, wall_ms())  # a pass "in the future" (--now, X-Agent-Now) expires no live lease
-    settled = await settle_interrupted_runs(deps.store, lease_now, expired_before=lease_now, user_id=user_id)
+    settled = await settle_interrupted_runs(deps.turns, lease_now, expired_before=lease_now, user_id=user_id)
     if settled:
         report.count("runs_failed", settled)
     for index in range(SHARDS):
-        async for page in deps.store.idle_candidate_pages(index, now_ms):
+        async for page in deps.memory_store.idle_candidate_pages(index, now_ms):
             mine = [c for c in page if user_id is None or c.user_id == user_id]
             await _close_page(deps, mine, now_ms, idle_ms, report)
     return report
@@ -94,7 +94,7 @@ async def _close_page(deps: RunDeps, page: list[Chat], now_ms: int, idle_ms: int
             continue
         due_ms = chat.last_activity_at + idle_ms
         if due_ms > now_ms:
-            await deps.store.move_idle_due(chat.chat_id, chat.session_id, due_ms)
+            await deps.memory_store.move_idle_due(chat.chat_id, chat.session_id, due_ms)
             report.skipped += 1
             continue
         due.append(
@@ -122,5 +122,5 @@ async def _close_page(deps: RunDeps, page: list[Chat], now_ms: int, idle_ms: int
         return
     report.enqueued += len(due)
     for job in due:
-        if await deps.store.close_session(job.chat_id, job.session_id):
+        if await deps.memory_store.close_session(job.chat_id, job.session_id):
             report.count("closed")

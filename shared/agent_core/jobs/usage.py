@@ -43,7 +43,7 @@ async def run_metered(deps: RunDeps, job: Job, handler: Any) -> bool | None:
     counting = CountingLlm(deps.llm)
     result = await handler(dataclasses.replace(deps, llm=counting), job)
     if counting.by_model:
-        profile = await deps.store.get_profile(user_id)
+        profile = await deps.memory_store.get_profile(user_id)
         tz = zone(profile.timezone if profile else None, deps.settings.default_timezone)
         day = datetime.now(UTC).astimezone(tz).date().isoformat()
         identity = job_identity(job)

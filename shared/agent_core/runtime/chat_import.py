@@ -76,8 +76,8 @@ async def import_chat(
         )
         for m in messages
     ]
-    await deps.store.create_chat(chat)
-    await deps.store.add_messages(chat.chat_id, stored)
+    await deps.chats.create_chat(chat)
+    await deps.chats.add_messages(chat.chat_id, stored)
     # The conversation is over: its one session is ended at once (never opened on the chat) and summarised.
     # (The summary job queues the memory records job, as for every ended session.)
     job = SessionSummaryJob(

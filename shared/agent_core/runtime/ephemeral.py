@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agent_core.container import RunDeps
+from agent_core.container import RunDeps, store_roles
 from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.jobs import Job
 from agent_core.domain.models import Chat, Message, Role
@@ -29,7 +29,7 @@ def ephemeral_deps(deps: RunDeps, agent: AgentDefinition | None = None) -> RunDe
     agents = AgentCatalog([agent]) if agent is not None else deps.agents
     return dataclasses.replace(
         deps,
-        store=TableStore(MemoryTable()),
+        **store_roles(TableStore(MemoryTable())),
         work_queue=DiscardQueue(),
         blobs=MemoryBlobStore(),
         agents=agents,
@@ -40,10 +40,10 @@ async def seed_chat(deps: RunDeps, user_id: str, agent_key: str, history: list[t
     """An ephemeral chat holding the prior messages a stateless request carries."""
     at = now_ms()
     chat = Chat(chat_id=new_chat_id(), user_id=user_id, agent_key=agent_key, created_at=at, last_activity_at=at)
-    await deps.store.create_chat(chat)
+    await deps.chats.create_chat(chat)
     messages = [
         Message(id=sortable_id(), chat_id=chat.chat_id, role=role, content=text, created_at=at)
         for role, text in history
     ]
-    await deps.store.add_messages(chat.chat_id, messages)
+    await deps.chats.add_messages(chat.chat_id, messages)
     return chat

@@ -71,7 +71,7 @@ async def persist_run(
     run.snapshot = entries  # the store keeps it whole, in S3 when it cannot fit the run's item
     # Everything above is fixed before the first attempt (ids, times), so every retry writes the same items.
     backoff = write_backoff(turn.deps.settings)
-    await retry_write(lambda: turn.deps.store.finish_turn(run, messages, run.ended_at or 0), backoff, "finish_turn")
+    await retry_write(lambda: turn.deps.turns.finish_turn(run, messages, run.ended_at or 0), backoff, "finish_turn")
     turn.result = run.result
     _emit_metrics(turn)
     # The ledger record, queued in this process: written after the answer is sent, once per run.

@@ -32,7 +32,7 @@ class LiveRun(ModelCalls, ToolCalls):
         run = turn.run
         self.turn, self.scope, self.recorder, self.toolset = turn, scope, recorder, toolset
         self.agent = turn.agent
-        self.bridge = StoreFrontendBridge(turn.deps.store, run.run_id, run.user_id)
+        self.bridge = StoreFrontendBridge(turn.deps.waits, run.run_id, run.user_id)
         self._blocks = 0
 
     @property
@@ -74,7 +74,7 @@ class LiveRun(ModelCalls, ToolCalls):
     def recall(self, span: TimeRange, *, detail: bool) -> Awaitable[Recall]:
         turn = self.turn
         tz = zone(turn.timezone, turn.deps.settings.default_timezone)
-        return recall(turn.deps.store, turn.run.user_id, span, tz, detail=detail)
+        return recall(turn.deps.memory_store, turn.run.user_id, span, tz, detail=detail)
 
     async def guarded(self, awaitable: Awaitable[T]) -> T:
         return await self.scope.guarded(awaitable)

@@ -30,6 +30,6 @@ async def release_run(deps: RunDeps, run: Run, terminal: Event, at_ms: int, ques
     if run.snapshot is None:
         run.snapshot = ended_unstarted(run, terminal, at_ms, question)
     try:
-        await retry_write(lambda: deps.store.abandon_turn(run), write_backoff(deps.settings), "abandon_turn")
+        await retry_write(lambda: deps.turns.abandon_turn(run), write_backoff(deps.settings), "abandon_turn")
     except Exception:
         logger.exception("could not release the run's lease", extra={"runId": run.run_id})

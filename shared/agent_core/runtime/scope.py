@@ -41,8 +41,8 @@ class RunScope:
         deadline_ms = turn.request.deadline_ms or s.stream_deadline_ms
         self.deadline = self.started + deadline_ms / 1000 if deadline_ms else None
         local = deps.cancels.register(run.run_id)
-        self.cancel = CancelWatch(deps.store, run.chat_id, run.run_id, local)
-        self.lease = LeaseKeeper(deps.store, run.chat_id, run.run_id, s.run_heartbeat_ms, s.run_lease_ms, wall_ms)
+        self.cancel = CancelWatch(deps.turns, run.chat_id, run.run_id, local)
+        self.lease = LeaseKeeper(deps.turns, run.chat_id, run.run_id, s.run_heartbeat_ms, s.run_lease_ms, wall_ms)
         self._mcp: McpRun | None = None
 
     async def __aenter__(self) -> RunScope:

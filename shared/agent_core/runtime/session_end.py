@@ -21,4 +21,4 @@ async def end_session(deps: RunDeps, chat: Chat, at_ms: int) -> SessionSummaryJo
     # Enqueue first, close after: a queue failure leaves the session open (the caller's retry, or the idle
     # pass, ends it). A job enqueued for a session another closer got first is summarised once (idempotent).
     await deps.work_queue.enqueue(job)
-    return job if await deps.store.close_session(chat.chat_id, chat.session_id) else None
+    return job if await deps.memory_store.close_session(chat.chat_id, chat.session_id) else None

@@ -53,7 +53,7 @@ class ToolCalls:
             run_id=run.run_id,
             blobs=turn.deps.blobs,
             frontend=self.bridge,
-            memory=turn.deps.store,
+            memory=turn.deps.memory_store,
             records=turn.deps.memory,
             public_base_url=turn.request.public_base_url,
             links=turn.deps.data_links,

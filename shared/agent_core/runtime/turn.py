@@ -125,7 +125,7 @@ async def _open_chat(
     is opened."""
     chat_id = req.chat_id
     if chat_id is None:
-        profile = await deps.store.get_profile(req.user_id)
+        profile = await deps.memory_store.get_profile(req.user_id)
         await admission.admit(_model(deps, req, deps.agents.get(req.agent_key)), _zone(deps, req, profile))
         chat = Chat(
             chat_id=new_chat_id(),
@@ -137,11 +137,11 @@ async def _open_chat(
         )
         # A retried first message (same requestId) finds the chat its first attempt opened, and goes on as a
         # retry in that chat: begin_turn's request marker then answers it (result, 409, or a rerun).
-        opened = await deps.store.create_chat(chat, request_id=req.request_id)
+        opened = await deps.chats.create_chat(chat, request_id=req.request_id)
         if opened.chat_id == chat.chat_id:
             return chat, None, profile, True, None
         chat_id = opened.chat_id
-    context = await deps.store.load_turn_context(chat_id, req.user_id)
+    context = await deps.turns.load_turn_context(chat_id, req.user_id)
     if context is None:
         raise NotFound("conversation not found", param=req.chat_param, code="conversation_not_found")
     agent = deps.agents.get(req.agent_key or context.chat.agent_key)
@@ -223,14 +223,14 @@ async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admis
         try:
             # Retried on throttling/timeouts: begin_turn recognises its own earlier commit.
             await retry_write(
-                lambda: deps.store.begin_turn(chat, run, user_message, s.run_lease_ms, plan), backoff, "begin_turn"
+                lambda: deps.turns.begin_turn(chat, run, user_message, s.run_lease_ms, plan), backoff, "begin_turn"
             )
         except SessionChanged as changed:
             # The idle job closed the session between our read and write: plan again from the new META.
             chat = changed.chat
             plan = plan_session(chat, at_ms, tz, idle_ms)
             await retry_write(
-                lambda: deps.store.begin_turn(chat, run, user_message, s.run_lease_ms, plan), backoff, "begin_turn"
+                lambda: deps.turns.begin_turn(chat, run, user_message, s.run_lease_ms, plan), backoff, "begin_turn"
             )
     except ServiceUnavailable:
         # An attempt may have committed before its answer was lost: free whatever it may have taken.
@@ -246,7 +246,7 @@ async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admis
             raise RunInProgress("this request is still running") from duplicate
         # A failed, cancelled or dead run: run again for the message already stored.
         try:
-            await deps.store.restart_turn(chat, previous, run, s.run_lease_ms)
+            await deps.turns.restart_turn(chat, previous, run, s.run_lease_ms)
         except ServiceUnavailable:
             message = "the turn could not start"
             await asyncio.shield(
@@ -259,7 +259,7 @@ async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admis
         if not restarted:
             await _after_begin(deps, chat, plan, at_ms)
         after = summary.covers_message_id if summary else None
-        history = await deps.store.recent_messages(chat.chat_id, after, history_limit(deps))
+        history = await deps.chats.recent_messages(chat.chat_id, after, history_limit(deps))
         prepared = PreparedTurn(
             deps, req, chat, agent, run, summary, history, created_chat=created, timezone=tz.key, at_ms=at_ms
         )
@@ -280,7 +280,7 @@ async def _after_begin(deps: RunDeps, chat: Chat, plan: SessionPlan, at_ms: int)
         await deps.work_queue.enqueue(plan.close)
     if chat.active_run_id and (chat.lease_expires_at or 0) < now_ms():  # leases run on the wall clock
         # This turn took the expired lease over; the dead run's record still says running.
-        await settle_interrupted_run(deps.store, chat.chat_id, chat.active_run_id, at_ms, release_lease=False)
+        await settle_interrupted_run(deps.turns, chat.chat_id, chat.active_run_id, at_ms, release_lease=False)
 
 
 async def _maybe_compact(turn: PreparedTurn) -> None:

@@ -34,7 +34,7 @@ PENDING_WINDOW = 20  # recent messages read to find the calls a client owes
 
 async def _pending_calls(deps: RunDeps, chat: Chat) -> list[str]:
     """Call ids of the chat's last assistant message not yet answered by a tool message after it."""
-    recent = await deps.store.recent_messages(chat.chat_id, None, PENDING_WINDOW)
+    recent = await deps.chats.recent_messages(chat.chat_id, None, PENDING_WINDOW)
     pending: list[str] = []
     for message in recent.items:
         if message.role == Role.ASSISTANT:
@@ -87,7 +87,7 @@ async def _start(
 ) -> PreparedTurn:
     given = turn_input(input=input_items, tools=tools or [])  # 4xx before any read
     chat_id = client_chat_id(user_id, client_id)
-    chat = await deps.store.get_chat(chat_id, user_id)
+    chat = await deps.chats.get_chat(chat_id, user_id)
     agent = chat.agent_key if chat is not None else deps.agents.get(agent_key).key
     settings = deps.settings
     check_item_count(given.input, settings.max_input_items)
@@ -119,6 +119,6 @@ async def _start(
             created_at=at,
             last_activity_at=at,
         )
-        await deps.store.create_chat(chat)
+        await deps.chats.create_chat(chat)
     plan.chat = chat
     return await open_turn(plan)

@@ -152,10 +152,10 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
             created_at=at,
             last_activity_at=at,
         )
-        await deps.store.create_chat(chat)
+        await deps.chats.create_chat(chat)
     if history:
         assert chat is not None
-        await deps.store.add_messages(chat.chat_id, [to_message(m, chat.chat_id, at) for m in history])
+        await deps.chats.add_messages(chat.chat_id, [to_message(m, chat.chat_id, at) for m in history])
     request = TurnRequest(
         user_id=plan.user_id,
         message=message,

@@ -52,7 +52,7 @@ async def create_conversation(ctx: Ctx, user: User, body: CreateConversation | N
         created_at=at,
         last_activity_at=at,
     )
-    await ctx.deps.store.create_chat(chat)
+    await ctx.deps.chats.create_chat(chat)
     out = ConversationOut.of(chat)
     return JSONResponse(
         {"conversationId": out.conversation_id, "title": out.title, "createdAt": out.created_at}, status_code=201
@@ -61,13 +61,13 @@ async def create_conversation(ctx: Ctx, user: User, body: CreateConversation | N
 
 @router.get("")
 async def list_conversations(ctx: Ctx, user: User, limit: Limit = 20, cursor: str | None = None) -> Any:
-    page = await ctx.deps.store.list_chats(user, limit, cursor)
+    page = await ctx.deps.chats.list_chats(user, limit, cursor)
     return _dump(ConversationList(items=[ConversationOut.of(c) for c in page.items], next_cursor=page.next_cursor))
 
 
 @router.get("/{conversation_id}", responses=error_responses(404))
 async def get_conversation(conversation_id: PathId, ctx: Ctx, user: User) -> Any:
-    chat = await ctx.deps.store.get_chat(conversation_id, user)
+    chat = await ctx.deps.chats.get_chat(conversation_id, user)
     if chat is None:
         raise _not_found()
     return _dump(ConversationOut.of(chat))
@@ -75,7 +75,7 @@ async def get_conversation(conversation_id: PathId, ctx: Ctx, user: User) -> Any
 
 @router.delete("/{conversation_id}", status_code=204, responses=error_responses(404))
 async def delete_conversation(conversation_id: PathId, ctx: Ctx, user: User) -> Response:
-    if not await delete_chat_completely(ctx.deps.store, ctx.deps.blobs, conversation_id, user):
+    if not await delete_chat_completely(ctx.deps.chats, ctx.deps.blobs, conversation_id, user):
         raise _not_found()
     return Response(status_code=204)
 
@@ -84,7 +84,7 @@ async def delete_conversation(conversation_id: PathId, ctx: Ctx, user: User) -> 
 async def list_messages(
     conversation_id: PathId, ctx: Ctx, user: User, limit: Limit = 50, cursor: str | None = None
 ) -> Any:
-    page = await ctx.deps.store.list_messages(conversation_id, user, limit, cursor)
+    page = await ctx.deps.chats.list_messages(conversation_id, user, limit, cursor)
     if page is None:
         raise _not_found()
     listing = _dump(MessageList(items=[MessageOut.of(m) for m in page.items], next_cursor=page.next_cursor))

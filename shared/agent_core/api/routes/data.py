@@ -102,7 +102,7 @@ async def _authorise(request: Request, settings: Settings, chat_id: str, file: s
             ) from exc
         return
     user = await current_user(request)
-    if await app_context(request).deps.store.get_chat(chat_id, user) is None:
+    if await app_context(request).deps.chats.get_chat(chat_id, user) is None:
         raise _not_found()
 
 

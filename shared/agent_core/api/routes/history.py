@@ -26,7 +26,7 @@ User = Annotated[str, Depends(current_user)]
 async def chats(
     ctx: Ctx, user: User, limit: Annotated[int, Query(ge=1, le=100)] = 20, cursor: str | None = None
 ) -> Any:
-    page = await ctx.deps.store.list_chats(user, limit, cursor)
+    page = await ctx.deps.chats.list_chats(user, limit, cursor)
     items = [
         {
             "chatId": c.chat_id,
@@ -46,7 +46,7 @@ async def _raw_messages(ctx: AppContext, chat_id: str, runs: list[Run]) -> list[
         return []
     first = min(r.started_at for r in runs)
     last = max(r.ended_at or now_ms() for r in runs)
-    span = await ctx.deps.store.messages_between(chat_id, id_floor(first), id_ceiling(last))
+    span = await ctx.deps.chats.messages_between(chat_id, id_floor(first), id_ceiling(last))
     run_ids = {r.run_id for r in runs}
     return [to_chat_message(m, tool_output_chars=1 << 30) for m in span if m.run_id in run_ids]
 
@@ -61,10 +61,10 @@ async def chat(
     cursor: str | None = None,
 ) -> Any:
     """The chat's runs, oldest first, as replay events (snapshot granularity); paged by run."""
-    record = await ctx.deps.store.get_chat(chat_id, user)
+    record = await ctx.deps.chats.get_chat(chat_id, user)
     if record is None:
         raise NotFound("chat not found", param="chatId", code="chat_not_found")
-    runs, next_cursor = await ctx.deps.store.list_runs(chat_id, limit, cursor)
+    runs, next_cursor = await ctx.deps.turns.list_runs(chat_id, limit, cursor)
     events: list[dict[str, Any]] = []
     for run in runs:
         events += run.snapshot or []  # read back whole by the store, wherever it keeps it

@@ -47,7 +47,7 @@ def _not_found(conversation_id: str) -> NotFound:
 
 
 async def _chat(ctx: AppContext, conversation_id: str, user: str) -> Chat:
-    chat = await ctx.deps.store.get_chat(conversation_id, user)
+    chat = await ctx.deps.chats.get_chat(conversation_id, user)
     if chat is None:
         raise _not_found(conversation_id)
     return chat
@@ -61,7 +61,7 @@ async def _add(ctx: AppContext, chat: Chat, parsed: ParsedInput) -> list[Message
     at = now_ms()
     messages = [to_message(m, chat.chat_id, at) for m in parsed.messages]
     if messages:
-        await ctx.deps.store.add_messages(chat.chat_id, messages)
+        await ctx.deps.chats.add_messages(chat.chat_id, messages)
     return messages
 
 
@@ -69,7 +69,7 @@ async def _all_messages(ctx: AppContext, chat: Chat, user: str) -> list[Message]
     found: list[Message] = []
     cursor: str | None = None
     while True:
-        page = await ctx.deps.store.list_messages(chat.chat_id, user, PAGE, cursor)
+        page = await ctx.deps.chats.list_messages(chat.chat_id, user, PAGE, cursor)
         if page is None:
             raise _not_found(chat.chat_id)
         found += page.items
@@ -92,7 +92,7 @@ async def create_conversation(ctx: Ctx, user: User, body: ConversationCreate | N
         created_at=at,
         last_activity_at=at,
     )
-    await ctx.deps.store.create_chat(chat)
+    await ctx.deps.chats.create_chat(chat)
     if metadata:
         await ctx.responses.put_conversation(chat.chat_id, metadata)
     await _add(ctx, chat, parsed)
@@ -116,7 +116,7 @@ async def update_conversation(
 
 @router.delete("/{conversation_id}", responses=error_responses(404))
 async def delete_conversation(conversation_id: PathId, ctx: Ctx, user: User) -> dict[str, Any]:
-    if not await delete_chat_completely(ctx.deps.store, ctx.deps.blobs, conversation_id, user):
+    if not await delete_chat_completely(ctx.deps.chats, ctx.deps.blobs, conversation_id, user):
         raise _not_found(conversation_id)
     return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
 

@@ -27,7 +27,7 @@ User = Annotated[str, Depends(current_user)]
 @router.post("/chat/{chat_id}/end", responses=error_responses(404, 413, 422))
 async def end_chat_session(chat_id: PathId, request: Request, ctx: Ctx, user: User) -> Any:
     """End the chat's open session now; its summary is written in the background."""
-    chat = await ctx.deps.store.get_chat(chat_id, user)
+    chat = await ctx.deps.chats.get_chat(chat_id, user)
     if chat is None:
         raise NotFound("chat not found", param="chatId", code="chat_not_found")
     override = request_now(request)
@@ -51,20 +51,20 @@ def _profile_out(ctx: AppContext, user: str, profile: Profile | None) -> dict[st
 
 @router.get("/profile")
 async def get_profile(ctx: Ctx, user: User) -> Any:
-    return _profile_out(ctx, user, await ctx.deps.store.get_profile(user))
+    return _profile_out(ctx, user, await ctx.deps.memory_store.get_profile(user))
 
 
 @router.patch("/profile", responses=error_responses(400, 413, 422))
 async def patch_profile(body: ProfilePatch, ctx: Ctx, user: User) -> Any:
     """Change what the user may set on the profile: today its time zone (validated, 400 `invalid_timezone`)."""
     if body.timezone is None:
-        return _profile_out(ctx, user, await ctx.deps.store.get_profile(user))
+        return _profile_out(ctx, user, await ctx.deps.memory_store.get_profile(user))
     zone_name = valid_zone(body.timezone)
-    return _profile_out(ctx, user, await ctx.deps.store.set_profile_timezone(user, zone_name, now_ms()))
+    return _profile_out(ctx, user, await ctx.deps.memory_store.set_profile_timezone(user, zone_name, now_ms()))
 
 
 @router.delete("/profile", status_code=204)
 async def delete_profile(ctx: Ctx, user: User) -> Response:
     """Erase everything remembered about the caller."""
-    await ctx.deps.store.delete_profile(user)
+    await ctx.deps.memory_store.delete_profile(user)
     return Response(status_code=204)

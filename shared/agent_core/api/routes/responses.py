@@ -194,7 +194,7 @@ async def _stop(ctx: AppContext, record: ResponseRecord) -> None:
     """Signal a response's run (here at once, elsewhere through its RUN item's flag)."""
     if record.run_id and record.chat_id:
         ctx.deps.cancels.signal(record.run_id)
-        await ctx.deps.store.request_cancel(record.chat_id, record.run_id)
+        await ctx.deps.turns.request_cancel(record.chat_id, record.run_id)
 
 
 @router.post("/responses/{response_id}/cancel", responses=error_responses(404))

@@ -44,7 +44,7 @@ def _replayed(ctx: AppContext, result: TurnResult) -> AsyncGenerator[dict[str, A
     async def events() -> AsyncGenerator[dict[str, Any], None]:
         run = None
         if result.chat_id and result.run_id:
-            run = await ctx.deps.store.get_run(result.chat_id, result.run_id)
+            run = await ctx.deps.turns.get_run(result.chat_id, result.run_id)
         snapshot = (run.snapshot if run is not None else None) or []
         snapshot = ctx.deps.data_links.refresh(snapshot, result.chat_id or "")  # its links signed afresh
         for entry in snapshot:
@@ -84,7 +84,7 @@ async def query(
 @router.post("/cancel", responses=error_responses(404))
 async def cancel(body: CancelIn, ctx: Ctx, user: User) -> dict[str, Any]:
     """Ask a run to stop (owner only); it ends with run.cancel between deltas or tool steps."""
-    store = ctx.deps.store
+    store = ctx.deps.turns
     pointer = await store.get_run_pointer(body.run_id, int(time.time()))
     if pointer is None or pointer.user_id != user:
         raise NotFound("run not found", param="runId", code="run_not_found")

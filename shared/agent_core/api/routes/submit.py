@@ -37,15 +37,15 @@ async def submit(body: SubmitIn, ctx: Ctx, user: User) -> dict[str, Any]:
     limit = ctx.settings.max_message_bytes
     if utf8_size(json.dumps(body.params, ensure_ascii=False), "params") > limit:
         raise PayloadTooLarge(f"params exceed {limit} bytes (UTF-8 JSON)", param="params")
-    store, now_s = ctx.deps.store, int(time.time())
+    now_s = int(time.time())
     # The WAIT item's condition decides (a cancel closes the run's waits after flagging the run), so the
     # answer that resumes a run costs one UpdateItem; only a refused submit reads why.
-    if await store.submit_wait(body.run_id, body.tool_id, user, body.params, now_s):
+    if await ctx.deps.waits.submit_wait(body.run_id, body.tool_id, user, body.params, now_s):
         return {"accepted": True, "status": "accepted"}
-    pointer = await store.get_run_pointer(body.run_id, now_s)
+    pointer = await ctx.deps.turns.get_run_pointer(body.run_id, now_s)
     if pointer is None or pointer.user_id != user:
         return UNMATCHED
-    run = await store.get_run(pointer.chat_id, pointer.run_id)
+    run = await ctx.deps.turns.get_run(pointer.chat_id, pointer.run_id)
     if run is None:
         return UNMATCHED
     if run.status != RunStatus.RUNNING:

@@ -31,7 +31,7 @@ async def usage(request: Request, ctx: Ctx, user: User, from_: FromDay = None, t
         raise ServiceUnavailable("usage is not recorded here")
     named = request_timezone(request, None)
     if named is None:
-        profile = await ctx.deps.store.get_profile(user)
+        profile = await ctx.deps.memory_store.get_profile(user)
         named = profile.timezone if profile else None
     tz = zone(named, ctx.settings.default_timezone)
     now = request_now(request) or datetime.now(UTC)

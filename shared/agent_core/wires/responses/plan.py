@@ -84,7 +84,7 @@ async def _chat(deps: RunDeps, body: ResponseCreate, previous: ResponseRecord | 
     chat_id = previous.chat_id if previous is not None else body.conversation_id
     if chat_id is None:
         return None
-    chat = await deps.store.get_chat(chat_id, user_id)
+    chat = await deps.chats.get_chat(chat_id, user_id)
     if chat is None:
         if previous is not None:
             raise previous_not_found()
