@@ -86,7 +86,7 @@ class DayMaterial:
     active: list[Chat] = field(default_factory=list)
 
 
-async def _day_material(deps: RunDeps, chats: list[Chat], day: str, start_ms: int, end_ms: int) -> DayMaterial:
+async def _day_material(memory: MemoryReader, chats: list[Chat], day: str, start_ms: int, end_ms: int) -> DayMaterial:
     """The day's session summaries, and its messages that no summary covers.
 
     A session is filed under its start day. A skipped session (too little to summarise) covers nothing, so
@@ -95,12 +95,12 @@ async def _day_material(deps: RunDeps, chats: list[Chat], day: str, start_ms: in
     """
     found = DayMaterial()
     for chat in chats:
-        messages = await deps.memory_store.messages_between(chat.chat_id, id_floor(start_ms), id_ceiling(end_ms - 1))
+        messages = await memory.messages_between(chat.chat_id, id_floor(start_ms), id_ceiling(end_ms - 1))
         normal = [m for m in messages if m.kind == Kind.NORMAL]
         if not normal:
             continue
         found.active.append(chat)
-        filed = [s for s in await deps.memory_store.list_sessions(chat.chat_id) if s.local_date == day]
+        filed = [s for s in await memory.list_sessions(chat.chat_id) if s.local_date == day]
         summarised = told(filed)
         found.filed += len(filed)
         found.sessions += summarised
@@ -156,7 +156,7 @@ async def summarize_day(deps: RunDeps, job: DailySummaryJob) -> bool:
     tz = zone(profile.timezone if profile else None, deps.settings.default_timezone)
     start_ms, end_ms = day_bounds(date.fromisoformat(job.date), tz)
     chats = await memory.chats_active_since(job.user_id, start_ms)
-    found = await _day_material(deps, chats, job.date, start_ms, end_ms)
+    found = await _day_material(memory, chats, job.date, start_ms, end_ms)
     if not found.active:
         logger.info("no activity that day", extra={"userId": job.user_id, "date": job.date})
         await memory.mark_day_done(job.user_id, job.date, now_ms_)

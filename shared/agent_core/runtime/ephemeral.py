@@ -9,6 +9,7 @@ from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.jobs import Job
 from agent_core.domain.models import Chat, Message, Role
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
+from agent_core.store.base import ChatStore
 from agent_core.store.memory_blob import MemoryBlobStore
 from agent_core.store.memory_table import MemoryTable
 from agent_core.store.table_store import TableStore
@@ -36,14 +37,14 @@ def ephemeral_deps(deps: RunDeps, agent: AgentDefinition | None = None) -> RunDe
     )
 
 
-async def seed_chat(deps: RunDeps, user_id: str, agent_key: str, history: list[tuple[Role, str]]) -> Chat:
+async def seed_chat(chats: ChatStore, user_id: str, agent_key: str, history: list[tuple[Role, str]]) -> Chat:
     """An ephemeral chat holding the prior messages a stateless request carries."""
     at = now_ms()
     chat = Chat(chat_id=new_chat_id(), user_id=user_id, agent_key=agent_key, created_at=at, last_activity_at=at)
-    await deps.chats.create_chat(chat)
+    await chats.create_chat(chat)
     messages = [
         Message(id=sortable_id(), chat_id=chat.chat_id, role=role, content=text, created_at=at)
         for role, text in history
     ]
-    await deps.chats.add_messages(chat.chat_id, messages)
+    await chats.add_messages(chat.chat_id, messages)
     return chat

@@ -19,6 +19,7 @@ from agent_core.domain.ids import now_ms, sortable_id
 from agent_core.domain.models import Chat, Role
 from agent_core.errors import AgentError
 from agent_core.runtime.turn import PreparedTurn, chat_name
+from agent_core.store.base import ChatStore
 from agent_core.wires.input import (
     FunctionToolParam,
     check_item_count,
@@ -32,9 +33,9 @@ from agent_core.wires.turn import open_turn, plan_turn
 PENDING_WINDOW = 20  # recent messages read to find the calls a client owes
 
 
-async def _pending_calls(deps: RunDeps, chat: Chat) -> list[str]:
+async def _pending_calls(chats: ChatStore, chat: Chat) -> list[str]:
     """Call ids of the chat's last assistant message not yet answered by a tool message after it."""
-    recent = await deps.chats.recent_messages(chat.chat_id, None, PENDING_WINDOW)
+    recent = await chats.recent_messages(chat.chat_id, None, PENDING_WINDOW)
     pending: list[str] = []
     for message in recent.items:
         if message.role == Role.ASSISTANT:
@@ -107,7 +108,7 @@ async def _start(
     )
     if tools or plan.parsed.outputs:
         # The calls the last run handed to the client are answered exactly (as /v1/responses requires).
-        check_outputs(await _pending_calls(deps, chat) if chat is not None else [], plan.parsed)
+        check_outputs(await _pending_calls(deps.chats, chat) if chat is not None else [], plan.parsed)
     if chat is None:
         at = now_ms()
         first = next((m.content for m in plan.parsed.messages if m.content), "")

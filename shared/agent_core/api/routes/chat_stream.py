@@ -95,7 +95,7 @@ async def chain_stream(
     agent = chain_agent(agent.model_copy(update=without_frontend_tools(agent, ctx.deps.tools.registry)), body)
     deps = ephemeral_deps(ctx.deps, agent)
     history = [(Role(m.role.upper()), m.content) for m in body.messages[:-1]]
-    chat = await seed_chat(deps, user, agent.key, history)
+    chat = await seed_chat(deps.chats, user, agent.key, history)
     request = TurnRequest(user_id=user, chat_id=chat.chat_id, message=body.messages[-1].content)
     prepared = await prepare_turn(deps, request)
     assert isinstance(prepared, PreparedTurn)

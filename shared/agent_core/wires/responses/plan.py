@@ -13,6 +13,7 @@ from agent_core.container import RunDeps
 from agent_core.domain.ids import sortable_id
 from agent_core.domain.models import Chat
 from agent_core.errors import InvalidRequest, NotFound, RunInProgress
+from agent_core.store.base import ChatStore
 from agent_core.store.responses import ACTIVE, ResponseRecord, ResponseStore
 from agent_core.wires.input import check_outputs, check_self_contained, parse_input
 from agent_core.wires.responses.aggregate import response_object
@@ -80,11 +81,11 @@ def check_model(deps: RunDeps, model: str | None) -> None:
         raise NotFound(f"model {model!r} not found", param="model", code="model_not_found")
 
 
-async def _chat(deps: RunDeps, body: ResponseCreate, previous: ResponseRecord | None, user_id: str) -> Chat | None:
+async def _chat(chats: ChatStore, body: ResponseCreate, previous: ResponseRecord | None, user_id: str) -> Chat | None:
     chat_id = previous.chat_id if previous is not None else body.conversation_id
     if chat_id is None:
         return None
-    chat = await deps.chats.get_chat(chat_id, user_id)
+    chat = await chats.get_chat(chat_id, user_id)
     if chat is None:
         if previous is not None:
             raise previous_not_found()
@@ -121,7 +122,7 @@ async def plan_response(
         if previous.status in ACTIVE:
             raise RunInProgress("the previous response is still running", param="previous_response_id")
         check_outputs(pending_calls(previous.response.get("output") or []), parsed)
-    chat = await _chat(deps, body, previous, user_id)
+    chat = await _chat(deps.chats, body, previous, user_id)
     options = LlmOptions(body.temperature, body.max_output_tokens, body.tool_choice, body.parallel_tool_calls)
     turn = plan_turn(
         deps,
