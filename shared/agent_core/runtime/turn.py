@@ -126,7 +126,9 @@ async def _open_chat(
     chat_id = req.chat_id
     if chat_id is None:
         profile = await deps.store.get_profile(req.user_id)
-        await admission.admit(_model(deps, req, deps.agents.get(req.agent_key)), _zone(deps, req, profile))
+        agent = deps.agents.get(req.agent_key)
+        await admission.admit(_model(deps, req, agent), _zone(deps, req, profile))
+        req.message = await deps.screen_input(agent, req.message)  # before the chat (named after it) opens
         chat = Chat(
             chat_id=new_chat_id(),
             user_id=req.user_id,
@@ -146,6 +148,7 @@ async def _open_chat(
         raise NotFound("conversation not found", param=req.chat_param, code="conversation_not_found")
     agent = deps.agents.get(req.agent_key or context.chat.agent_key)
     await admission.admit(_model(deps, req, agent), _zone(deps, req, context.profile))
+    req.message = await deps.screen_input(agent, req.message)
     return context.chat, context.summary, context.profile, False, context.records_version
 
 
