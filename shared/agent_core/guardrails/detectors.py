@@ -14,11 +14,13 @@ from agent_core.guardrails.policy import Detector, GuardPattern
 EMAIL = re.compile(
     r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}(?![\w-])"
 )
-# 13 to 19 digits, single spaces or hyphens between groups; the Luhn check decides.
-CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d])")
-# +CC, an optional area code in brackets, groups of digits separated by one space, dot or hyphen; 9 to 15 digits.
-PHONE = re.compile(r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]?\d{2,4}){2,4}(?![\w])")
+# A run of digit groups ("+1 415-555-0134", "4111 1111 1111 1111", "(020) 7946 0958"): one space, dot or hyphen
+# between groups, not glued to a word before it. Cards and phones are chosen among its group-aligned spans.
+RUN = re.compile(r"(?<![\w+(])[+(]?\d+\)?(?:[ .-][+(]?\d+\)?)*")
+GROUP = re.compile(r"[+(]?\d+\)?")
+MAX_GROUPS = 8
 AWS_ACCESS_KEY = re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])")
+CARD_DIGITS = range(13, 20)
 PHONE_DIGITS = range(9, 16)
 
 
@@ -39,16 +41,42 @@ def _digits(text: str) -> str:
     return "".join(c for c in text if c.isdigit())
 
 
-def _cards(text: str) -> Iterable[Finding]:
-    for m in CARD.finditer(text):
-        if luhn(_digits(m.group())):
-            yield Finding(m.start(), m.end(), "CARD")
+def _spans(text: str) -> Iterable[tuple[int, int, str, str]]:
+    """Every span of 1 to MAX_GROUPS consecutive digit groups of a run: (start, end, its text, its digits)."""
+    for run in RUN.finditer(text):
+        groups = [(m.start() + run.start(), m.end() + run.start()) for m in GROUP.finditer(run.group())]
+        for i, (first, _) in enumerate(groups):
+            for j in range(i, min(len(groups), i + MAX_GROUPS)):
+                end = groups[j][1]
+                span = text[first:end]
+                yield first, end, span, _digits(span)
 
 
-def _phones(text: str) -> Iterable[Finding]:
-    for m in PHONE.finditer(text):
-        if len(_digits(m.group())) in PHONE_DIGITS:
-            yield Finding(m.start(), m.end(), "PHONE")
+def _longest_first(candidates: Iterable[tuple[int, int]], label: str) -> list[Finding]:
+    """Of overlapping candidates the longest wins (a card is never cut short by a shorter Luhn-valid prefix)."""
+    chosen: list[tuple[int, int]] = []
+    for start, end in sorted(candidates, key=lambda c: (c[0] - c[1], c[0])):
+        if all(end <= s or start >= e for s, e in chosen):
+            chosen.append((start, end))
+    return [Finding(start, end, label) for start, end in sorted(chosen)]
+
+
+def _cards(text: str) -> list[Finding]:
+    candidates = (
+        (start, end)
+        for start, end, span, digits in _spans(text)
+        if len(digits) in CARD_DIGITS and not any(c in span for c in "+().") and luhn(digits)
+    )
+    return _longest_first(candidates, "CARD")
+
+
+def _phones(text: str) -> list[Finding]:
+    candidates = (
+        (start, end)
+        for start, end, span, digits in _spans(text)
+        if len(digits) in PHONE_DIGITS and (len(digits) >= 10 or not span.isdigit())
+    )
+    return _longest_first(candidates, "PHONE")
 
 
 def _regex(pattern: re.Pattern[str], label: str, text: str) -> Iterable[Finding]:
