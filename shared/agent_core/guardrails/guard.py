@@ -81,6 +81,10 @@ class Guard:
             return shown
 
 
+# What an agent with no `guardrails` block gets when AGENT_GUARDRAIL_ID names a Bedrock guardrail.
+DEFAULT_POLICY = GuardrailPolicy(adapter="bedrock", input={"action": "mask"}, output={"action": "mask"})
+
+
 @dataclass
 class Guardrails:
     """Every agent's guard, built on first use; the Bedrock adapter (and its client) shared by all."""
@@ -89,6 +93,7 @@ class Guardrails:
     bedrock_client: Callable[[], Any] | None = None
     _bedrock: BedrockGuardrailAdapter | None = field(default=None, init=False)
     _guards: dict[int, Guard] = field(default_factory=dict, init=False)
+    _default: GuardrailPolicy = field(default_factory=lambda: DEFAULT_POLICY, init=False)
 
     def validate(self, policies: list[GuardrailPolicy]) -> None:
         """Refuse to start with a Bedrock policy and no guardrail id."""
@@ -96,8 +101,12 @@ class Guardrails:
             raise ValueError("an agent's guardrails use the bedrock adapter but AGENT_GUARDRAIL_ID is not set")
 
     def for_policy(self, policy: GuardrailPolicy | None) -> Guard | None:
+        """The guard of an agent's policy; an agent without one is checked by the configured Bedrock guardrail
+        (AGENT_GUARDRAIL_ID), on its input and output (mask), or not at all."""
         if policy is None:
-            return None
+            if not self.settings.guardrail_id:
+                return None
+            policy = self._default
         guard = self._guards.get(id(policy))
         if guard is None:
             guard = Guard(policy, self._adapter(policy))
