@@ -10,7 +10,8 @@ import pytest
 
 from agent_core.context import build_context
 from agent_core.errors import GuardrailIntervened, GuardrailUnavailable
-from agent_core.guardrails.bedrock import ATTEMPTS, BedrockGuardrailAdapter
+from agent_core.guardrails.bedrock import ATTEMPTS, BedrockGuardrailAdapter, findings_of
+from agent_core.guardrails.findings import Finding
 from agent_core.guardrails.guard import Guard
 from agent_core.guardrails.policy import GuardrailPolicy
 from agent_core.store.memory_table import MemoryTable
@@ -121,3 +122,33 @@ async def test_a_guardrail_that_cannot_answer_ends_the_stream_with_nothing_unche
     events = await run_turn(context, "bedrock-guarded", "who do I write to?")
     assert text(events) == ""
     assert events[-1]["type"] == "run.error" and events[-1]["code"] == "guardrail_unavailable"
+
+
+def test_a_bedrock_agent_without_a_guardrail_id_stops_the_process_at_start_up(tmp_path: Path) -> None:
+    _agent(tmp_path)
+    settings = make_settings(AGENT_DEFINITIONS_DIR=str(tmp_path))
+    with pytest.raises(ValueError, match="AGENT_GUARDRAIL_ID"):
+        build_context(settings, table=MemoryTable(), llm=ScriptedLlm(), audit=lambda _: None)
+
+
+async def test_with_a_guardrail_id_agents_without_a_block_are_checked_by_it(bedrock_stub: BedrockStub) -> None:
+    llm = ScriptedLlm(Reply(text="Write to carol.diaz@example.net."))
+    context = build_context(make_settings(**GUARDRAIL), table=MemoryTable(), llm=llm, audit=lambda _: None)
+    events = await run_turn(context, "main-agent", "I am ed@example.org")
+    assert events[0]["message"] == "I am {EMAIL}" and text(events) == "Write to {EMAIL}."
+    assert [c.body["source"] for c in bedrock_stub.guardrail_calls] == ["INPUT", "OUTPUT"]
+
+
+def test_the_answer_maps_to_findings_policy_by_policy() -> None:
+    text = "call me at carol.diaz@example.net, about shares"
+    masked_answer = GuardrailScript.masked(text, [("EMAIL", "carol.diaz@example.net")]).response
+    assert findings_of(masked_answer, text) == [Finding(11, 33, "EMAIL")]
+    assert findings_of(GuardrailScript.blocked().response, text) == [Finding(0, len(text), "TOPIC", True)]
+    words = {"action": "GUARDRAIL_INTERVENED", "assessments": [{"wordPolicy": {"customWords": [
+        {"match": "shares", "action": "BLOCKED"}]}}]}  # fmt: skip
+    assert findings_of(words, text) == [Finding(text.index("shares"), len(text), "WORD", True)]
+    unknown = {"action": "GUARDRAIL_INTERVENED", "assessments": [{"automatedReasoningPolicy": {"findings": [{}]}}]}
+    assert findings_of(unknown, text) == [Finding(0, len(text), "GUARDRAIL", True)]
+    elsewhere = GuardrailScript.masked("x", [("EMAIL", "someone@else.org")]).response  # a match not in the text
+    assert findings_of(elsewhere, text) == [Finding(0, len(text), "EMAIL", True)]
+    assert findings_of(GuardrailScript.none().response, text) == []
