@@ -1,7 +1,7 @@
 """Added time to first byte with an agent's output guardrail on (the offline built-in adapter, action mask).
 
 One local app (uvicorn on loopback, the in-memory table) whose model is the loopback OpenAI stub read through
-the real openai SDK, answering every request with the same ~520-character answer in ~4-character deltas (an
+the real openai SDK, answering every request with the same 461-character answer in 4-character deltas (116) (an
 e-mail address and a phone number inside it). Two agents of the same app answer it, `direct` mode both: `plain`
 (no guardrails) and `guarded` (`guardrails: {output: mask}`, the default detectors, the default 200-character
 hold-back window). A turn is `POST /api/ap/query` timed at the client (httpx): request sent -> first
