@@ -51,11 +51,11 @@ class RunDeps:
         assert self.guardrails is not None  # set by __post_init__
         return self.guardrails.for_policy(agent.guardrails)
 
-    async def screen_input(self, agent: AgentDefinition, message: str) -> str:
+    async def screen_input(self, agent: AgentDefinition, message: str, checked: bool = False) -> str:
         """A user's message through the agent's input guardrail, before anything is stored or the model called:
-        unchanged, masked, or refused (GuardrailIntervened)."""
+        unchanged, masked, or refused (GuardrailIntervened); `checked`: it already was."""
         guard = self.guard_for(agent)
-        if guard is None or not message or not guard.checks("input"):
+        if checked or guard is None or not message or not guard.checks("input"):
             return message
         return await guard.screen("input", message)
 

@@ -162,3 +162,36 @@ async def test_a_tool_argument_block_stops_the_call_before_it_runs(tmp_path: Pat
     events = events_in(response.text)
     assert [e for e in events if e["type"] == "tool.result"] == []
     assert events[-1]["code"] == "guardrail_intervened" and "dana" not in response.text
+
+
+async def test_the_openai_wires_check_every_user_message_of_the_input_history_included(tmp_path: Path) -> None:
+    llm = ScriptedLlm(Reply(text="noted"), Reply(text="noted"))
+    history = [
+        {"role": "user", "content": f"I am {EMAIL}"},
+        {"role": "assistant", "content": "Hello."},
+        {"role": "user", "content": [{"type": "text", "text": f"card {CARD}"}]},
+    ]
+    async with _client(_context(tmp_path, llm, "  input: mask\n")) as client:
+        completion = await client.post("/v1/chat/completions", json={"model": "guarded", "messages": history})
+        response = await client.post(
+            "/v1/responses",
+            json={"model": "guarded", "input": [{"role": "user", "content": f"again {EMAIL}"}]},
+        )
+        items = await client.get(f"/v1/responses/{response.json()['id']}/input_items")
+    assert completion.status_code == 200 and response.status_code == 200, (completion.text, response.text)
+    sent = [m["content"] for m in llm.requests[0].messages if m["role"] == "user"]
+    assert sent == ["I am {EMAIL}", "card {CARD}"]
+    assert [m["content"] for m in llm.requests[1].messages if m["role"] == "user"] == ["again {EMAIL}"]
+    assert "dana" not in items.text and "{EMAIL}" in items.text
+
+
+async def test_an_input_block_on_the_history_stores_nothing(tmp_path: Path) -> None:
+    llm = ScriptedLlm()
+    history = [{"role": "user", "content": f"I am {EMAIL}"}, {"role": "assistant", "content": "Hi."}]
+    async with _client(_context(tmp_path, llm, "  input: block\n")) as client:
+        response = await client.post(
+            "/v1/responses", json={"model": "guarded", "input": [*history, {"role": "user", "content": "and?"}]}
+        )
+        chats = (await client.get("/api/ap/chats")).json()
+    assert response.status_code == 400 and response.json()["error"]["code"] == "guardrail_intervened"
+    assert llm.requests == [] and not chats.get("chats")

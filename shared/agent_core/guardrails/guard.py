@@ -87,13 +87,11 @@ DEFAULT_POLICY = GuardrailPolicy(adapter="bedrock", input={"action": "mask"}, ou
 
 @dataclass
 class Guardrails:
-    """Every agent's guard, built on first use; the Bedrock adapter (and its client) shared by all."""
+    """Every agent's guard; the Bedrock adapter (and its client) shared by all."""
 
     settings: Settings
     bedrock_client: Callable[[], Any] | None = None
     _bedrock: BedrockGuardrailAdapter | None = field(default=None, init=False)
-    _guards: dict[int, Guard] = field(default_factory=dict, init=False)
-    _default: GuardrailPolicy = field(default_factory=lambda: DEFAULT_POLICY, init=False)
 
     def validate(self, policies: list[GuardrailPolicy]) -> None:
         """Refuse to start with a Bedrock policy and no guardrail id."""
@@ -106,12 +104,8 @@ class Guardrails:
         if policy is None:
             if not self.settings.guardrail_id:
                 return None
-            policy = self._default
-        guard = self._guards.get(id(policy))
-        if guard is None:
-            guard = Guard(policy, self._adapter(policy))
-            self._guards[id(policy)] = guard
-        return guard
+            policy = DEFAULT_POLICY
+        return Guard(policy, self._adapter(policy))  # cheap: the Bedrock adapter (and its client) is shared
 
     def _adapter(self, policy: GuardrailPolicy) -> GuardrailAdapter:
         if policy.adapter == "bedrock":
