@@ -1,7 +1,8 @@
 """Guardrails on every wire: nothing masked or blocked reaches a client, the stored answer is what was sent.
 
 500 seeded streams (100 per wire) carry PII cut at random delta boundaries; each wire's SSE is read in its own
-format and its text must hold no PII and equal the answer masked whole. A window of 0 (no hold-back) is shown
+format and its text must hold no PII and equal the answer masked whole; a native stream's stored answer and
+replay equal what it sent. A window of 0 (no hold-back) is shown
 to leak on the same streams, so the fuzz can see a leak.
 """
 
@@ -113,6 +114,8 @@ class Streamed:
     body: str  # the whole SSE body as sent
     events: list[dict[str, Any]]
     text: str  # the answer as the client reads it
+    stored: str | None = None  # native: the stored answer (the replay's raw assistant message)
+    snapshot: str | None = None  # native: the replay's content snapshot
 
 
 async def _stream(client: httpx.AsyncClient, name: str) -> Streamed:
@@ -139,6 +142,11 @@ async def _fuzz(tmp_path: Path, streams: int, **settings: Any) -> list[tuple[Str
             text, secrets = answer(rng, words=(10, 120))
             llm.add(Reply(pieces=cut(rng, text)))
             streamed = await _stream(client, names[n % len(names)])
+            if streamed.wire == "native":
+                params = {"chatId": streamed.events[0]["chatId"], "includeRawMessages": "true"}
+                replay = (await client.get("/api/ap/chat", params=params, headers={"X-User-Id": "fuzz"})).json()
+                streamed.stored = next(m["content"] for m in replay["rawMessages"] if m["role"] == "assistant")
+                streamed.snapshot = next(e["text"] for e in replay["events"] if e["type"] == "content.snapshot")
             out.append((streamed, [value for _, value in secrets], _expected(text)))
     return out
 
@@ -149,6 +157,8 @@ async def test_500_fuzzed_streams_leak_no_pii_on_any_wire(tmp_path: Path) -> Non
     assert leaks == []
     wrong = [(s.wire, s.text, expected) for s, _, expected in results if s.text != expected]
     assert wrong == []
+    native = [s for s, _, _ in results if s.wire == "native"]
+    assert native and all(s.stored == s.text == s.snapshot for s in native)  # stored = sent
     assert {s.wire for s, _, _ in results} == set(WIRES) and len(results) == STREAMS
     assert sum(len(secrets) for _, secrets, _ in results) > STREAMS  # every stream carried PII
 
