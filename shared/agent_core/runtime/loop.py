@@ -4,7 +4,8 @@
 deadline, cancellation, lease, MCP session), sends the preamble, routes (`router.py`) to the agent's
 strategy, which drives a `live_run.LiveRun` (the `AgentRun` protocol) and ends with a next step
 (`next_step.py`) that this loop concludes; the recorder (`recorder.py`) stamps every event, keeps the
-replay snapshot and stores the run once at its end. Errors, cancellation and the deadline become the
+replay snapshot and stores the run once at its end. With an agent's guardrails, every event passes through the
+hold-back window (`holdback.py`) on its way to the recorder. Errors, cancellation and the deadline become the
 terminal event here; a client that goes away leaves the run cancelled with what it had.
 """
 
@@ -102,6 +103,12 @@ class TurnRunner:
             for checked in await holdback.flush():
                 yield checked
 
+    def _as_seen(self) -> None:
+        """A run stopped part way keeps its answer as far as the client saw it (what the hold-back released)."""
+        if self.holdback is not None:
+            outcome = self.recorder.outcome
+            outcome.partial_text = self.holdback.shown_of(outcome.partial_text)
+
     @traced_run  # the run's `invoke_agent` span (agent_core/tracing.py)
     async def events(self) -> AsyncIterator[Envelope]:
         recorder = self.recorder
@@ -125,9 +132,7 @@ class TurnRunner:
                     terminal, status = RunError(code=DeadlineExceeded.code, message=message), RunStatus.FAILED
                 except RunCancelled as cancelled:
                     terminal, status = RunCancel(reason=cancelled.reason), RunStatus.CANCELLED
-                    if self.holdback is not None:  # the answer is kept as far as the client saw it
-                        outcome = recorder.outcome
-                        outcome.partial_text = self.holdback.shown_of(outcome.partial_text)
+                    self._as_seen()
                 except AgentError as error:
                     terminal, status = RunError(code=error.code, message=error.message), RunStatus.FAILED
                 except Exception as exc:
@@ -141,8 +146,7 @@ class TurnRunner:
             except (GeneratorExit, asyncio.CancelledError):
                 # The client went away (visible locally): the run stops and keeps what it had.
                 if not recorder.ended:
-                    if self.holdback is not None:
-                        recorder.outcome.partial_text = self.holdback.shown_of(recorder.outcome.partial_text)
+                    self._as_seen()
                     terminal = RunCancel(reason=DISCONNECTED)
                     await to_the_end(self._end(RunStatus.CANCELLED, terminal, recorder.emit(terminal)))
                 raise
