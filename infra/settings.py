@@ -87,6 +87,12 @@ class InfraSettings(BaseModel):
     llm_provider: Literal["openai", "azure", "bedrock"] = Field("openai", alias="llmProvider")
     # Further `provider:model` entries tried in order when a call fails before any output.
     llm_fallback: tuple[str, ...] = Field((), alias="llmFallback")
+    # An Amazon Bedrock guardrail (id or ARN) and version: the functions that run turns check agents with it
+    # (AGENT_GUARDRAIL_ID / _VERSION) and may call ApplyGuardrail on exactly it. Empty: no guardrail.
+    guardrail_id: str = Field("", alias="guardrailId")
+    guardrail_version: str = Field("DRAFT", alias="guardrailVersion")
+    # The streamed answer's hold-back window (AGENT_GUARDRAIL_HOLDBACK_CHARS); unset: the runtime's default.
+    guardrail_holdback_chars: int | None = Field(None, ge=0, alias="guardrailHoldbackChars")
 
     @field_validator("stage")
     @classmethod
@@ -116,6 +122,21 @@ class InfraSettings(BaseModel):
             provider, _, model = entry.partition(":")
             if provider not in LLM_PROVIDERS or not model:
                 raise ValueError(f"llmFallback entry {entry!r} must be provider:model, provider one of {LLM_PROVIDERS}")
+        return value
+
+    @field_validator("guardrail_id")
+    @classmethod
+    def _guardrail_id(cls, value: str) -> str:
+        pattern = r"[a-z0-9]+|arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrail/[a-z0-9]+"
+        if value and not re.fullmatch(pattern, value):
+            raise ValueError("guardrailId must be a Bedrock guardrail id (lowercase letters and digits) or its ARN")
+        return value
+
+    @field_validator("guardrail_version")
+    @classmethod
+    def _guardrail_version(cls, value: str) -> str:
+        if not re.fullmatch(r"[1-9][0-9]{0,7}|DRAFT", value):
+            raise ValueError("guardrailVersion must be a version number (1, 2, ...) or DRAFT")
         return value
 
     @field_validator("lwa_layer_version")

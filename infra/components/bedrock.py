@@ -6,6 +6,8 @@ the profile in the stack's Region and on the foundation model in whichever Regio
 so the model is granted in every Region (`*`; global profiles also name it without a Region) but only when
 the request comes through that profile (`bedrock:InferenceProfileArn`). A full ARN (an application inference
 profile, provisioned throughput) is granted as given.
+
+A configured guardrail (`guardrailId`) adds `bedrock:ApplyGuardrail` on that one guardrail's ARN.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 
 INVOKE_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
+GUARDRAIL_ACTIONS = ("bedrock:ApplyGuardrail",)
 # The geography prefixes of Bedrock's system-defined cross-Region inference profiles.
 PROFILE_PREFIX = re.compile(r"^(us|us-gov|eu|apac|jp|au|ca|global)\.(.+)$")
 
@@ -57,6 +60,12 @@ def bedrock_statements(models: Sequence[str]) -> list[iam.PolicyStatement]:
             )
         )
     return [iam.PolicyStatement(actions=list(INVOKE_ACTIONS), resources=direct), *routed]
+
+
+def guardrail_statement(identifier: str) -> iam.PolicyStatement:
+    """ApplyGuardrail on exactly the configured guardrail (an id is a guardrail of the stack's account and Region)."""
+    arn = identifier if identifier.startswith("arn:") else _arn(f"guardrail/{identifier}", account=cdk.Aws.ACCOUNT_ID)
+    return iam.PolicyStatement(actions=list(GUARDRAIL_ACTIONS), resources=[arn])
 
 
 def nag_wildcards(models: Sequence[str]) -> list[str]:

@@ -15,7 +15,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.components import removal_policy, retention
-from infra.components.bedrock import bedrock_statements, nag_wildcards
+from infra.components.bedrock import bedrock_statements, guardrail_statement, nag_wildcards
 from infra.components.layer import architecture_for, runtime_for
 from infra.components.queue import WorkQueue
 from infra.components.storage import Storage
@@ -140,6 +140,10 @@ class AgentFunctions(Construct):
             env |= {name: str(value) for name, value in usage.items() if value}
             if s.llm_fallback:
                 env["AGENT_LLM_FALLBACK"] = ",".join(s.llm_fallback)
+            if s.guardrail_id:
+                env |= {"AGENT_GUARDRAIL_ID": s.guardrail_id, "AGENT_GUARDRAIL_VERSION": s.guardrail_version}
+            if s.guardrail_holdback_chars is not None:
+                env["AGENT_GUARDRAIL_HOLDBACK_CHARS"] = str(s.guardrail_holdback_chars)
         if Need.LLM_SECRET in spec.needs and self.llm_secret is not None:
             env["AGENT_LLM_API_KEY_SECRET"] = self.llm_secret.secret_name
             if s.openai_base_url:
@@ -209,6 +213,8 @@ class AgentFunctions(Construct):
                     "names: the role may invoke that one model in any Region, and only through this profile "
                     "(condition bedrock:InferenceProfileArn). No other model is granted.",
                 )
+        if Need.LLM_INVOKE in spec.needs and self.settings.guardrail_id:
+            role.add_to_policy(guardrail_statement(self.settings.guardrail_id))
         if self.queue is not None and "queue" in actions:
             # not grant_send_messages: it adds GetQueueAttributes and GetQueueUrl, which no function calls
             role.add_to_policy(iam.PolicyStatement(actions=actions["queue"], resources=[self.queue.queue.queue_arn]))

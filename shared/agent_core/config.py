@@ -241,6 +241,22 @@ class Settings(BaseSettings):
     usage_limits_cache_s: int = Field(
         60, ge=0, alias="AGENT_USAGE_LIMITS_CACHE_S", description="Seconds a user's LIMITS item is cached in a process"
     )
+    guardrail_id: str = Field(
+        "",
+        alias="AGENT_GUARDRAIL_ID",
+        description="The Amazon Bedrock guardrail (id or ARN) that checks agents whose `guardrails.adapter` is "
+        "`bedrock` (ApplyGuardrail); empty: such agents are refused at start-up",
+    )
+    guardrail_version: str = Field(
+        "DRAFT", alias="AGENT_GUARDRAIL_VERSION", description="The Bedrock guardrail's version (a number or DRAFT)"
+    )
+    guardrail_holdback_chars: int = Field(
+        200,
+        ge=0,
+        alias="AGENT_GUARDRAIL_HOLDBACK_CHARS",
+        description="Characters of a streamed answer held back until checked by the agent's output guardrail, so "
+        "a match split across deltas is caught before any of it is sent (the longest match caught)",
+    )
     idle_timeout_minutes: int = Field(
         30, alias="AGENT_IDLE_TIMEOUT_MINUTES", description="Idle minutes after which a chat's session ends"
     )

@@ -11,9 +11,10 @@ from typing import TypedDict
 
 from agent_core.config import Settings
 from agent_core.domain.jobs import WorkQueue
+from agent_core.guardrails.guard import Guard, Guardrails
 from agent_core.llm.base import LlmClient
 from agent_core.memory.long_term import LongTermMemory
-from agent_core.runtime.agents import AgentCatalog
+from agent_core.runtime.agents import AgentCatalog, AgentDefinition
 from agent_core.runtime.cancel import CancelRegistry
 from agent_core.store.base import ChatStore, MemoryStore, Store, TurnStore, WaitStore
 from agent_core.store.blob import BlobStore
@@ -57,10 +58,27 @@ class RunDeps:
     # This process's own queue (the work_queue too, unless SQS takes that): work that must not wait for a
     # worker yet must not delay the answer, run after it and awaited before a Lambda response ends.
     in_process: WorkQueue | None = None
+    guardrails: Guardrails | None = None  # the agents' guardrail checks; built from `settings` unless given
 
     def __post_init__(self) -> None:
         if self.links is None:
             self.links = DataLinks(self.settings)
+        if self.guardrails is None:
+            self.guardrails = Guardrails(self.settings)
+        self.guardrails.validate([a.guardrails for a in self.agents.all() if a.guardrails is not None])
+
+    def guard_for(self, agent: AgentDefinition) -> Guard | None:
+        """The agent's guardrail checks (None: it has none)."""
+        assert self.guardrails is not None  # set by __post_init__
+        return self.guardrails.for_policy(agent.guardrails)
+
+    async def screen_input(self, agent: AgentDefinition, message: str, checked: bool = False) -> str:
+        """A user's message through the agent's input guardrail, before anything is stored or the model called:
+        unchanged, masked, or refused (GuardrailIntervened); `checked`: it already was."""
+        guard = self.guard_for(agent)
+        if checked or guard is None or not message or not guard.checks("input"):
+            return message
+        return await guard.screen("input", message)
 
     @property
     def data_links(self) -> DataLinks:

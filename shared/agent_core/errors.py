@@ -134,6 +134,27 @@ class DeadlineExceeded(AgentError):
     type = "server_error"
 
 
+class GuardrailIntervened(AgentError):
+    """An agent's guardrail blocked the message, the answer, a tool's arguments or its result (docs/guardrails.md).
+
+    The message names the check, never the text it matched."""
+
+    code = "guardrail_intervened"
+    status = 400
+    type = "invalid_request_error"
+    retry_safe = False
+
+
+class GuardrailUnavailable(AgentError):
+    """The guardrail could not answer (Bedrock throttling or failing after retries): nothing unchecked is let
+    through, so the run ends (fail closed)."""
+
+    code = "guardrail_unavailable"
+    status = 503
+    type = "server_error"
+    retry_after_s = 1
+
+
 def error_for_code(code: str, message: str) -> AgentError:
     """The AgentError a run's `run.error` code stands for (blocking routes answer with its status)."""
     for kind in (
@@ -143,6 +164,8 @@ def error_for_code(code: str, message: str) -> AgentError:
         LlmUnavailable,
         ServiceUnavailable,
         DeadlineExceeded,
+        GuardrailIntervened,
+        GuardrailUnavailable,
     ):
         if kind.code == code:
             return kind(message)

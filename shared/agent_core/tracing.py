@@ -318,6 +318,37 @@ def tool_outcome(span: Span, status: str, reason: str) -> None:
         span.set_status(StatusCode.ERROR, reason or status)
 
 
+# ----- guardrail checks -----
+
+GUARDRAIL_STAGE = "agent_core.guardrail.stage"
+GUARDRAIL_ADAPTER = "agent_core.guardrail.adapter"
+GUARDRAIL_OUTCOME = "agent_core.guardrail.outcome"
+GUARDRAIL_FINDINGS = "agent_core.guardrail.findings"
+
+
+@contextmanager
+def guardrail_span(stage: str, adapter: str, chars: int) -> Iterator[Span]:
+    """An `apply_guardrail {stage}` span per check; the caller records its outcome with `guardrail_outcome`.
+
+    Only the stage, the adapter, the text's length and what was found (labels, never the matched text)."""
+    attributes: dict[str, str | int] = {
+        GUARDRAIL_STAGE: stage,
+        GUARDRAIL_ADAPTER: adapter,
+        "agent_core.guardrail.chars": chars,
+    }
+    with _tracer.start_as_current_span(
+        f"apply_guardrail {stage}", kind=SpanKind.INTERNAL, attributes=attributes
+    ) as span:
+        yield span
+
+
+def guardrail_outcome(span: Span, outcome: str, labels: list[str]) -> None:
+    span.set_attribute(GUARDRAIL_OUTCOME, outcome)
+    span.set_attribute(GUARDRAIL_FINDINGS, labels)
+    if outcome == "block":
+        span.set_attribute(ERROR_TYPE, "guardrail_intervened")
+
+
 # ----- jobs: the queue carries the trace -----
 
 

@@ -22,6 +22,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 BEDROCK_MODEL = "us.amazon.nova-pro-v1:0"  # the bedrock variant's model: a cross-Region inference profile
 FALLBACK = "openai:gpt-4.1-mini"  # the fallback variant's chain after BEDROCK_MODEL
+GUARDRAIL = {"guardrailId": "gr7deployed", "guardrailVersion": "4", "guardrailHoldbackChars": 32}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -50,6 +51,7 @@ def stack(jwks: JwksServer, request: pytest.FixtureRequest) -> Iterator[Deployed
         "iam": {"authMode": "iam"},
         "bedrock": {"llmProvider": "bedrock", "model": BEDROCK_MODEL},
         "fallback": {"llmProvider": "bedrock", "model": BEDROCK_MODEL, "llmFallback": FALLBACK},
+        "guardrail": GUARDRAIL,  # the OpenAI-compatible model, checked by a Bedrock guardrail
     }
     with exclusive():  # one session at a time builds and runs in .build/deployed
         yield from _started(variants, request.config)

@@ -47,6 +47,13 @@ EXERCISED: dict[str, tuple[str, str, str]] = {
     "OPENAI_BASE_URL": ("dev", "stream", "the loopback LLM"),
     "AGENT_LLM_PROVIDER": ("dev", "chat", "openai in dev: the loopback OpenAI-compatible LLM"),
     "AGENT_LLM_FALLBACK": ("fallback", "chat", "test_access_denied_on_bedrock_falls_back_to_the_openai_model"),
+    "AGENT_GUARDRAIL_ID": (
+        "guardrail",
+        "chat",
+        "test_the_chat_function_masks_the_message_and_the_answer_through_bedrock",
+    ),
+    "AGENT_GUARDRAIL_VERSION": ("guardrail", "chat", "the same case: the version in ApplyGuardrail's path"),
+    "AGENT_GUARDRAIL_HOLDBACK_CHARS": ("guardrail", "chat", "the same case: the answer checked in several pieces"),
     "AGENT_DATA_TOKEN_SECRET_NAME": ("dev", "data", "signed links made by chat, verified by data"),
     "AWS_LAMBDA_EXEC_WRAPPER": ("dev", "stream", "the Web Adapter emulation starts run.sh"),
     "AWS_LWA_INVOKE_MODE": ("dev", "stream", "responses streamed through the Runtime API"),

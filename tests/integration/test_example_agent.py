@@ -20,8 +20,21 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agents"
 
 def test_example_agents_validate() -> None:
     agents = load_definitions(str(EXAMPLES))
-    assert [a.key for a in agents] == ["world-clock"]
-    assert agents[0].compose == "progressive" and agents[0].mcp_servers[0].transport == "stdio"
+    assert [a.key for a in agents] == ["support-desk", "world-clock"]
+    support, clock = agents
+    assert clock.compose == "progressive" and clock.mcp_servers[0].transport == "stdio"
+    assert support.guardrails is not None and support.guardrails.patterns[0].name == "EMPLOYEE_ID"
+
+
+async def test_the_support_desk_masks_the_message_and_the_answer() -> None:
+    llm = ScriptedLlm(Reply(text="I forwarded EMP-123456 to ops@example.com; they call +1 415-555-0134 back."))
+    context = build_context(
+        make_settings(AGENT_DEFINITIONS_DIR=str(EXAMPLES)), table=MemoryTable(), llm=llm, audit=lambda _: None
+    )
+    events = await run_turn(context, "support-desk", "I am EMP-654321, card 4111 1111 1111 1111")
+    assert events[0]["message"] == "I am {EMPLOYEE_ID}, card {CARD}"
+    assert llm.requests[0].messages[-1]["content"] == "I am {EMPLOYEE_ID}, card {CARD}"
+    assert text(events) == "I forwarded {EMPLOYEE_ID} to {EMAIL}; they call {PHONE} back."
 
 
 async def test_world_clock_runs_an_mcp_stdio_tool_and_the_builtin_in_parallel(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -323,3 +324,26 @@ async def test_a_failed_model_call_marks_its_span_and_the_run(spans: InMemorySpa
     for span in (run, chat):
         assert span.status.status_code == StatusCode.ERROR and span.attributes["error.type"] == "llm_unavailable"
     assert run.attributes["agent_core.run.status"] == "failed"
+
+
+async def test_each_guardrail_check_is_a_span_naming_what_it_found_never_the_text(
+    spans: InMemorySpanExporter, tmp_path: Path
+) -> None:
+    (tmp_path / "guarded.yaml").write_text(
+        "key: main-agent\nname: Guarded\nmode: direct\nguardrails:\n  input: mask\n  output: block\n", encoding="utf-8"
+    )
+    llm = ScriptedLlm(Reply(text="reach dana.ross@example.com"))
+    async with _client(_context(llm, AGENT_DEFINITIONS_DIR=str(tmp_path))) as client:
+        cid = (await client.post("/api/v1/conversations", json={"title": "t"})).json()["conversationId"]
+        response = await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "I am 4111 1111 1111 1111"})
+    assert response.status_code == 400
+    finished = spans.get_finished_spans()
+    checks = {s.name: s for s in finished if s.name.startswith("apply_guardrail")}
+    assert set(checks) == {"apply_guardrail input", "apply_guardrail output"}
+    given, answer = checks["apply_guardrail input"].attributes, checks["apply_guardrail output"].attributes
+    assert given["agent_core.guardrail.outcome"] == "mask" and given["agent_core.guardrail.findings"] == ("CARD",)
+    assert answer["agent_core.guardrail.outcome"] == "block" and answer["error.type"] == "guardrail_intervened"
+    assert answer["agent_core.guardrail.adapter"] == "builtin"
+    [run] = _by_operation(finished, "invoke_agent")
+    assert checks["apply_guardrail output"].parent.span_id == run.context.span_id  # type: ignore[union-attr]
+    assert "dana" not in json.dumps([dict(s.attributes or {}) for s in finished])

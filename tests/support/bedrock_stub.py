@@ -4,6 +4,9 @@ ConverseStream answers with the AWS event-stream binary format: each message is 
 headers length, CRC32 of those 8 bytes), headers (`:event-type`, `:content-type`, `:message-type`, or
 `:exception-type` for an exception), a JSON payload and a CRC32 of everything before it. The encoder below
 writes that format itself; the real boto3 client (pointed here with AWS_ENDPOINT_URL_BEDROCK_RUNTIME) parses it.
+
+It also answers ApplyGuardrail (`POST /guardrail/{id}/version/{version}/apply`, JSON in and out, the shapes of
+botocore's service model): scripted answers, else e-mail addresses anonymized.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import binascii
 import itertools
 import json
+import re
 import struct
 import threading
 from collections import deque
@@ -152,6 +156,69 @@ class BedrockScript:
         return cls(frames=frames)
 
 
+GUARDRAIL_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+
+
+@dataclass
+class GuardrailScript:
+    """One ApplyGuardrail answer: a response body (its real shape: action, outputs, assessments), or an error."""
+
+    response: dict[str, Any] = field(default_factory=dict)
+    status: int = 200
+    error_type: str = ""
+
+    @classmethod
+    def none(cls) -> GuardrailScript:
+        return cls({"action": "NONE", "outputs": [], "assessments": [{}], "usage": _guardrail_usage()})
+
+    @classmethod
+    def masked(cls, text: str, matches: list[tuple[str, str]]) -> GuardrailScript:
+        """Bedrock anonymized each (type, match): the output text has `{TYPE}` in its place."""
+        output = text
+        for kind, match in matches:
+            output = output.replace(match, "{" + kind + "}")
+        entities = [{"match": m, "type": k, "action": "ANONYMIZED", "detected": True} for k, m in matches]
+        assessment = {"sensitiveInformationPolicy": {"piiEntities": entities}}
+        return cls(
+            {
+                "action": "GUARDRAIL_INTERVENED",
+                "actionReason": "Guardrail masked.",
+                "outputs": [{"text": output}],
+                "assessments": [assessment],
+                "usage": _guardrail_usage(),
+            }
+        )
+
+    @classmethod
+    def blocked(cls, topic: str = "Investment advice") -> GuardrailScript:
+        """A denied topic: the guardrail's blocked message as the output."""
+        topics = [{"name": topic, "type": "DENY", "action": "BLOCKED", "detected": True}]
+        return cls(
+            {
+                "action": "GUARDRAIL_INTERVENED",
+                "actionReason": "Guardrail blocked.",
+                "outputs": [{"text": "Sorry, the model cannot answer this question."}],
+                "assessments": [{"topicPolicy": {"topics": topics}}],
+                "usage": _guardrail_usage(),
+            }
+        )
+
+    @classmethod
+    def error(cls, status: int, error_type: str) -> GuardrailScript:
+        return cls(status=status, error_type=error_type)
+
+
+def _guardrail_usage() -> dict[str, int]:
+    return {"topicPolicyUnits": 1, "contentPolicyUnits": 1, "wordPolicyUnits": 1, "sensitiveInformationPolicyUnits": 1}
+
+
+def default_guardrail(body: dict[str, Any]) -> GuardrailScript:
+    """With nothing scripted: e-mail addresses anonymized (EMAIL), anything else let through."""
+    text = "".join(block.get("text", {}).get("text", "") for block in body.get("content") or [])
+    emails = [("EMAIL", m) for m in dict.fromkeys(GUARDRAIL_EMAIL.findall(text))]
+    return GuardrailScript.masked(text, emails) if emails else GuardrailScript.none()
+
+
 def converse_problem(body: dict[str, Any]) -> str | None:
     """The ValidationException Bedrock answers for a request breaking Converse's rules, else None."""
     messages = body.get("messages") or []
@@ -181,6 +248,9 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         parts = self.path.split("?")[0].split("/")
+        if len(parts) == 6 and parts[1] == "guardrail" and parts[3] == "version" and parts[5] == "apply":
+            self._apply_guardrail(unquote(parts[2]), unquote(parts[4]), json.loads(raw or b"{}"))
+            return
         if len(parts) == 4 and parts[1] == "model" and parts[3] == "invoke":
             self._invoke(unquote(parts[2]), json.loads(raw or b"{}"))
             return
@@ -226,6 +296,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _apply_guardrail(self, guardrail_id: str, version: str, body: dict[str, Any]) -> None:
+        """ApplyGuardrail: POST /guardrail/{id}/version/{version}/apply, a JSON body in and out."""
+        stub = self.server.stub
+        script = stub._guardrail(GuardrailCall(guardrail_id, version, body, dict(self.headers.items())))
+        if script.status >= 400:
+            self._send_error(script.status, script.error_type, f"stub {script.error_type}")
+            return
+        data = json.dumps(script.response).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def _send_error(self, status: int, error_type: str, message: str) -> None:
         data = json.dumps({"message": message}).encode()
         self.send_response(status)
@@ -249,6 +333,20 @@ class BedrockCall:
     headers: dict[str, str]
 
 
+@dataclass
+class GuardrailCall:
+    """One ApplyGuardrail request: the guardrail id and version from the path, the JSON body, the headers."""
+
+    guardrail_id: str
+    version: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+    @property
+    def text(self) -> str:
+        return "".join(block.get("text", {}).get("text", "") for block in self.body.get("content") or [])
+
+
 class BedrockStub(Loopback):
     """A loopback Bedrock Runtime in a background thread; enqueue scripts, read `calls`."""
 
@@ -256,6 +354,8 @@ class BedrockStub(Loopback):
         self.default_reply = default_reply
         self.calls: list[BedrockCall] = []
         self.invocations: list[BedrockCall] = []  # InvokeModel (embeddings) requests, in order
+        self.guardrail_calls: list[GuardrailCall] = []  # ApplyGuardrail requests, in order
+        self._guardrail_scripts: deque[GuardrailScript] = deque()
         self._scripts: deque[BedrockScript] = deque()
         # Consulted before the queue: a script chosen by the request (calls whose order is not fixed).
         self.responder: Callable[[BedrockCall], BedrockScript | None] | None = None
@@ -276,6 +376,18 @@ class BedrockStub(Loopback):
     def enqueue(self, *scripts: BedrockScript) -> None:
         with self._lock:
             self._scripts.extend(scripts)
+
+    def enqueue_guardrail(self, *scripts: GuardrailScript) -> None:
+        """ApplyGuardrail answers, in order; with none left, `default_guardrail` answers."""
+        with self._lock:
+            self._guardrail_scripts.extend(scripts)
+
+    def _guardrail(self, call: GuardrailCall) -> GuardrailScript:
+        with self._lock:
+            self.guardrail_calls.append(call)
+            if self._guardrail_scripts:
+                return self._guardrail_scripts.popleft()
+        return default_guardrail(call.body)
 
     def _record(self, model_id: str, body: dict[str, Any], headers: dict[str, str]) -> BedrockScript:
         with self._lock:

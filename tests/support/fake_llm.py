@@ -21,6 +21,8 @@ class Reply:
     error: Exception | None = None
     gate: asyncio.Event | None = None  # wait before finishing (after the first delta)
     hang: bool = False  # never finish (deadline tests)
+    pieces: tuple[str, ...] = ()  # the answer as exactly these content deltas (instead of `text` in two halves)
+    reasoning: tuple[str, ...] = ()  # reasoning deltas streamed before the answer
 
 
 class ScriptedLlm:
@@ -44,6 +46,10 @@ class ScriptedLlm:
         reply = self.replies.pop(0) if self.replies else Reply(text="ok")
         if reply.error is not None:
             raise reply.error
+        for piece in reply.reasoning:
+            yield LlmDelta(reasoning=piece)
+        for piece in reply.pieces:
+            yield LlmDelta(content=piece)
         if reply.text:
             yield LlmDelta(content=reply.text[: len(reply.text) // 2 or 1])
             rest = reply.text[len(reply.text) // 2 or 1 :]

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from agent_core.errors import NotFound
+from agent_core.guardrails.policy import GuardrailPolicy
 from agent_core.tools.mcp_config import McpServerConfig
 
 DEFAULT_AGENT = "main-agent"
@@ -74,6 +75,7 @@ class AgentDefinition(_Def):
     compose: Literal["single", "progressive"] = "single"
     enhance: bool = False
     version: str = "1"
+    guardrails: GuardrailPolicy | None = None  # input / output / tool checks (docs/guardrails.md)
 
     @field_validator("tools", mode="before")
     @classmethod

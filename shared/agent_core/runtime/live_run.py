@@ -10,6 +10,7 @@ from collections.abc import Awaitable
 from datetime import datetime
 from typing import Any, TypeVar
 
+from agent_core.guardrails.guard import Guard
 from agent_core.memory.calendar import from_ms, zone
 from agent_core.memory.history_records import Recall, recall
 from agent_core.memory.time_query import TimeRange
@@ -34,6 +35,7 @@ class LiveRun(ModelCalls, ToolCalls):
         self.agent = turn.agent
         self.bridge = StoreFrontendBridge(turn.deps.waits, run.run_id, run.user_id)
         self._blocks = 0
+        self.guard: Guard | None = None  # the agent's guardrails (tool checks); set by the runner
 
     @property
     def message(self) -> str:

@@ -4,14 +4,16 @@
 deadline, cancellation, lease, MCP session), sends the preamble, routes (`router.py`) to the agent's
 strategy, which drives a `live_run.LiveRun` (the `AgentRun` protocol) and ends with a next step
 (`next_step.py`) that this loop concludes; the recorder (`recorder.py`) stamps every event, keeps the
-replay snapshot and stores the run once at its end. Errors, cancellation and the deadline become the
+replay snapshot and stores the run once at its end. With an agent's guardrails, every event passes through the
+hold-back window (`holdback.py`) on its way to the recorder. Errors, cancellation and the deadline become the
 terminal event here; a client that goes away leaves the run cancelled with what it had.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 
 from agent_core.domain.events import (
     ChatStart,
@@ -28,6 +30,7 @@ from agent_core.errors import AgentError, DeadlineExceeded
 from agent_core.observability import logger
 from agent_core.runtime.cancel import RunCancelled
 from agent_core.runtime.envelope import Envelope
+from agent_core.runtime.holdback import Holdback
 from agent_core.runtime.live_run import LiveRun
 from agent_core.runtime.next_step import Steps
 from agent_core.runtime.recorder import RunRecorder
@@ -50,6 +53,13 @@ class TurnRunner:
         self.recorder = RunRecorder(turn)
         toolset = toolset or build_toolset(turn.agent, turn.deps.tools)
         self.run = LiveRun(turn, self.scope, self.recorder, toolset)
+        guard = turn.deps.guard_for(turn.agent)
+        self.holdback: Holdback | None = None
+        if guard is not None:  # the answer's hold-back window; the tool checks run in the run's tool calls
+            self.holdback = Holdback(guard, turn.deps.settings.guardrail_holdback_chars)
+            self.recorder.redact = self.holdback.redact
+            self.recorder.checked_arguments = self.holdback.arguments
+            self.run.guard = guard
 
     def _preamble(self) -> list[Event]:
         turn = self.turn
@@ -61,7 +71,7 @@ class TurnRunner:
         preamble.append(RunStart(agent_key=turn.agent.key, model=turn.run.model))
         return preamble
 
-    async def _strategy(self) -> AsyncIterator[Event]:
+    async def _strategy(self) -> AsyncGenerator[Event, None]:
         """The agent's MCP tools, then the routed strategy's events; its final step concluded into the answer."""
         run, agent = self.run, self.turn.agent
         warnings: list[RunWarning] = []
@@ -77,6 +87,28 @@ class TurnRunner:
             yield event
         self.recorder.conclude(steps.ending())
 
+    async def _checked(self) -> AsyncIterator[Event]:
+        """The strategy's events through the hold-back window (when the agent has guardrails).
+
+        A block raised here closes the strategy (and its model stream) before the run's terminal event."""
+        holdback = self.holdback
+        async with aclosing(self._strategy()) as events:
+            async for event in events:
+                if holdback is None:
+                    yield event
+                    continue
+                for checked in await holdback.feed(event):
+                    yield checked
+        if holdback is not None:
+            for checked in await holdback.flush():
+                yield checked
+
+    def _as_seen(self) -> None:
+        """A run stopped part way keeps its answer as far as the client saw it (what the hold-back released)."""
+        if self.holdback is not None:
+            outcome = self.recorder.outcome
+            outcome.partial_text = self.holdback.shown_of(outcome.partial_text)
+
     @traced_run  # the run's `invoke_agent` span (agent_core/tracing.py)
     async def events(self) -> AsyncIterator[Envelope]:
         recorder = self.recorder
@@ -87,7 +119,7 @@ class TurnRunner:
                         yield envelope
                 terminal: Event
                 try:
-                    async for event in self._strategy():
+                    async for event in self._checked():
                         for envelope in recorder.emit(event):
                             yield envelope
                     outcome = recorder.outcome
@@ -100,6 +132,7 @@ class TurnRunner:
                     terminal, status = RunError(code=DeadlineExceeded.code, message=message), RunStatus.FAILED
                 except RunCancelled as cancelled:
                     terminal, status = RunCancel(reason=cancelled.reason), RunStatus.CANCELLED
+                    self._as_seen()
                 except AgentError as error:
                     terminal, status = RunError(code=error.code, message=error.message), RunStatus.FAILED
                 except Exception as exc:
@@ -113,6 +146,7 @@ class TurnRunner:
             except (GeneratorExit, asyncio.CancelledError):
                 # The client went away (visible locally): the run stops and keeps what it had.
                 if not recorder.ended:
+                    self._as_seen()
                     terminal = RunCancel(reason=DISCONNECTED)
                     await to_the_end(self._end(RunStatus.CANCELLED, terminal, recorder.emit(terminal)))
                 raise

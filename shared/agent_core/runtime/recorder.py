@@ -8,11 +8,12 @@ the run once (or, when that fails, replaces the terminal event with an error and
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from agent_core.domain.events import Event, FinishReason, RunError
 from agent_core.domain.ids import sortable_id
-from agent_core.domain.models import Message, Role, RunStatus
+from agent_core.domain.models import Message, Role, RunStatus, ToolCall
 from agent_core.errors import AgentError
 from agent_core.observability import logger
 from agent_core.runtime.composer import separator
@@ -34,6 +35,9 @@ class RunRecorder:
         self.outcome = RunOutcome()
         self.finish_reason: FinishReason = "stop"
         self.ended = False
+        # The answer as the client saw it (the output guardrail's hold-back masks; identity without one).
+        self.redact: Callable[[str], str] = lambda text: text
+        self.checked_arguments: dict[str, str] = {}  # tool id -> arguments as the tool-argument check passed them
 
     def emit(self, event: Event) -> list[Envelope]:
         envelopes = self.assembler.process(event)
@@ -42,6 +46,11 @@ class RunRecorder:
         return envelopes
 
     def save(self, role: Role, **fields: Any) -> Message:
+        """Add a message of this run; an ASSISTANT message's content is kept as the client saw it."""
+        if role == Role.ASSISTANT and isinstance(fields.get("content"), str):
+            fields["content"] = self.redact(fields["content"])
+        if fields.get("tool_calls") and self.checked_arguments:
+            fields["tool_calls"] = [self.checked(call) for call in fields["tool_calls"]]
         at = self._turn.clock_ms()
         run = self._turn.run
         message = Message(
@@ -56,13 +65,20 @@ class RunRecorder:
         self.outcome.messages.append(message)
         return message
 
+    def checked(self, call: ToolCall) -> ToolCall:
+        """The call with its arguments as the tool-argument guardrail let them through."""
+        arguments = self.checked_arguments.get(call.id)
+        return call if arguments is None else call.model_copy(update={"arguments": arguments})
+
     def conclude(self, step: Ending) -> None:
         """The run's final answer: saved as the ASSISTANT message and returned to blocking callers.
 
         A preface (answer parts already streamed and saved) comes first, a paragraph break between unless
         the text brings its own (a step's lead streams one). Calls handed to the caller are saved with it.
         """
-        text, preface = step.text, step.preface
+        text, preface = self.redact(step.text), step.preface
+        if preface is not None:
+            preface = self.redact(preface)
         if preface is None:
             self.outcome.final_text = text
         else:
@@ -72,7 +88,7 @@ class RunRecorder:
             self.save(Role.ASSISTANT, content=text)
             self.finish_reason = step.finish_reason
             return
-        stored = text if step.stored is None else step.stored
+        stored = text if step.stored is None else self.redact(step.stored)
         self.save(Role.ASSISTANT, content=stored, tool_calls=list(step.calls))
         self.finish_reason = "tool_calls"
 

@@ -6,6 +6,7 @@ call/result messages land in the recorder.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 
 from agent_core.domain.events import (
@@ -21,6 +22,7 @@ from agent_core.domain.events import (
     ToolStart,
 )
 from agent_core.domain.models import Role, ToolCall, ToolCallRecord, ToolStatus
+from agent_core.guardrails.guard import Guard
 from agent_core.runtime.executor import execute_parallel
 from agent_core.runtime.frontend import StoreFrontendBridge
 from agent_core.runtime.recorder import RunRecorder
@@ -40,6 +42,7 @@ class ToolCalls:
     recorder: RunRecorder
     toolset: Toolset
     bridge: StoreFrontendBridge
+    guard: Guard | None
 
     def tool_context(self) -> ToolContext:
         turn, run = self.turn, self.turn.run
@@ -88,6 +91,7 @@ class ToolCalls:
     ) -> AsyncIterator[Event]:
         """Execute calls in parallel; events in completion order; the call/result messages saved in call order."""
         recorder = self.recorder
+        calls = [recorder.checked(call) for call in calls]  # arguments as the tool-argument check let them
         recorder.save(Role.ASSISTANT, content=content, tool_calls=calls)
         kinds = self.toolset.kinds
         done: dict[str, ToolExecution] = {}
@@ -98,6 +102,7 @@ class ToolCalls:
                     execution = await self.scope.next_item(executions)
                 except StopAsyncIteration:
                     break
+                execution = await self._checked_result(execution)
                 call = execution.call
                 done[call.id] = execution
                 recorder.outcome.records.append(
@@ -130,6 +135,20 @@ class ToolCalls:
                 if call.id in done:
                     text = done[call.id].model_content()
                     recorder.save(Role.TOOL, content=text, tool_call_id=call.id, tool_name=call.name)
+
+    async def _checked_result(self, execution: ToolExecution) -> ToolExecution:
+        """The tool-result guardrail: the output masked before anyone sees it (the client, the store, the
+        model), or the run stopped (`guardrail_intervened`)."""
+        guard = self.guard
+        if guard is None or not guard.checks("tool_results"):
+            return execution
+        if execution.output is not None:
+            execution = dataclasses.replace(
+                execution, output=await guard.screen_value("tool_results", execution.output)
+            )
+        if execution.message:
+            execution = dataclasses.replace(execution, message=await guard.screen("tool_results", execution.message))
+        return execution
 
     def result_of(self, call_id: str) -> str:
         for message in reversed(self.recorder.outcome.messages):

@@ -58,6 +58,7 @@ class TurnRequest:
     # The turn continues from the client's tool results, already stored as the history of the chat `chat_id`
     # names: no USER message is written, the model is called with the results last, `message` is unused ('').
     continuation: bool = False
+    input_checked: bool = False  # the wire already ran the agent's input guardrail over the message
 
     @property
     def stored_message(self) -> str | None:
@@ -126,7 +127,9 @@ async def _open_chat(
     chat_id = req.chat_id
     if chat_id is None:
         profile = await deps.memory_store.get_profile(req.user_id)
-        await admission.admit(_model(deps, req, deps.agents.get(req.agent_key)), _zone(deps, req, profile))
+        agent = deps.agents.get(req.agent_key)
+        await admission.admit(_model(deps, req, agent), _zone(deps, req, profile))
+        req.message = await deps.screen_input(agent, req.message, req.input_checked)  # before the chat opens
         chat = Chat(
             chat_id=new_chat_id(),
             user_id=req.user_id,
@@ -146,6 +149,7 @@ async def _open_chat(
         raise NotFound("conversation not found", param=req.chat_param, code="conversation_not_found")
     agent = deps.agents.get(req.agent_key or context.chat.agent_key)
     await admission.admit(_model(deps, req, agent), _zone(deps, req, context.profile))
+    req.message = await deps.screen_input(agent, req.message, req.input_checked)
     return context.chat, context.summary, context.profile, False, context.records_version
 
 

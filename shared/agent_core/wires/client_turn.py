@@ -28,7 +28,7 @@ from agent_core.wires.input import (
     parse_input,
     turn_input,
 )
-from agent_core.wires.turn import open_turn, plan_turn
+from agent_core.wires.turn import open_turn, plan_turn, screen_input
 
 PENDING_WINDOW = 20  # recent messages read to find the calls a client owes
 
@@ -106,6 +106,7 @@ async def _start(
         now=now,
         public_base_url=public_base_url,
     )
+    await screen_input(plan)  # before the chat (named after the first message) is opened
     if tools or plan.parsed.outputs:
         # The calls the last run handed to the client are answered exactly (as /v1/responses requires).
         check_outputs(await _pending_calls(deps.chats, chat) if chat is not None else [], plan.parsed)

@@ -108,6 +108,37 @@ def plan_turn(
     )
 
 
+async def screen_input(plan: TurnPlan) -> None:
+    """The agent's input guardrail over every user message the client's input holds (the new one and any
+    history it brings), before anything is stored or the model called: masked in place, or refused
+    (GuardrailIntervened). The input items kept for `input_items` are masked alike."""
+    deps, agent = plan.deps, plan.agent
+    guard = deps.guard_for(agent)
+    if guard is None or not guard.checks("input"):
+        return
+    done: dict[str, str] = {}
+
+    async def screen(text: str) -> str:
+        if text not in done:
+            done[text] = await deps.screen_input(agent, text)
+        return done[text]
+
+    parsed = plan.parsed
+    for index, message in enumerate(parsed.messages):
+        if message.role == Role.USER and message.content:
+            parsed.messages[index] = dataclasses.replace(message, content=await screen(message.content))
+    for item in parsed.items:
+        if item.get("role") != "user":
+            continue
+        content = item.get("content")
+        if isinstance(content, str):
+            item["content"] = await screen(content)
+        elif isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    part["text"] = await screen(part["text"])
+
+
 def to_message(spec: InputMessage, chat_id: str, at: int) -> Message:
     """An input item's message, stored in the chat."""
     return Message(
@@ -167,6 +198,7 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
         public_base_url=plan.public_base_url,
         deadline_ms=plan.deadline_ms,
         continuation=continuation,
+        input_checked=True,  # screen_input ran when the turn was planned
     )
     prepared = await prepare_turn(deps, request)
     if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry
