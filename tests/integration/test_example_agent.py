@@ -19,9 +19,20 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agents"
 
 
 def test_example_agents_validate() -> None:
-    agents = load_definitions(str(EXAMPLES))
-    assert [a.key for a in agents] == ["world-clock"]
-    assert agents[0].compose == "progressive" and agents[0].mcp_servers[0].transport == "stdio"
+    agents = {a.key: a for a in load_definitions(str(EXAMPLES))}
+    assert list(agents) == ["careful-writer", "world-clock"]
+    clock = agents["world-clock"]
+    assert clock.compose == "progressive" and clock.mcp_servers[0].transport == "stdio"
+    # The careful writer's policies: fetches outside example.com, files over 100 KB, one MCP tool always
+    policies = agents["careful-writer"].approval_policies()
+    assert sorted(policies) == ["clock__convert_time", "http_get", "save_file"]
+    fetch, save = policies["http_get"], policies["save_file"]
+    assert fetch.reason("http_get", {"url": "https://evil.example.net/x"}) == "a fetch outside example.com"
+    assert fetch.reason("http_get", {"url": "https://docs.example.com/x"}) is None
+    assert fetch.reason("http_get", {"url": "https://example.com"}) is None
+    assert save.reason("save_file", {"name": "a.txt", "content": "x" * 102400}) is None
+    assert save.reason("save_file", {"name": "a.txt", "content": "x" * 102401}) == "a file over 100 KB"
+    assert policies["clock__convert_time"].reason("clock__convert_time", {}) is not None
 
 
 async def test_world_clock_runs_an_mcp_stdio_tool_and_the_builtin_in_parallel(monkeypatch: pytest.MonkeyPatch) -> None:

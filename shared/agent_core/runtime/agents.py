@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from agent_core.errors import NotFound
+from agent_core.tools.approval import ApprovalPolicy, PolicySpec
 from agent_core.tools.mcp_config import McpServerConfig
 
 DEFAULT_AGENT = "main-agent"
@@ -30,6 +31,7 @@ class ToolRef(_Def):
 
     name: str
     quick_match: str | None = "__inherit__"
+    approval: PolicySpec = "never"  # never | always | {when: <rule on the arguments>, reason?} (tools/approval.py)
 
     @field_validator("quick_match")
     @classmethod
@@ -74,6 +76,9 @@ class AgentDefinition(_Def):
     compose: Literal["single", "progressive"] = "single"
     enhance: bool = False
     version: str = "1"
+    # Approval policies by the name the model sees: any tool, MCP ones (`server__tool`) included; a tool in
+    # `tools` may carry its own `approval` instead (naming one tool in both places is an error).
+    approvals: dict[str, PolicySpec] = Field(default_factory=dict)
 
     @field_validator("tools", mode="before")
     @classmethod
@@ -81,6 +86,19 @@ class AgentDefinition(_Def):
         if isinstance(value, list):
             return [{"name": v} if isinstance(v, str) else v for v in value]
         return value
+
+    @model_validator(mode="after")
+    def _one_policy_per_tool(self) -> AgentDefinition:
+        twice = sorted(ref.name for ref in self.tools if ref.approval != "never" and ref.name in self.approvals)
+        if twice:
+            raise ValueError(f"approval given both in tools and in approvals for {twice}")
+        return self
+
+    def approval_policies(self) -> dict[str, ApprovalPolicy]:
+        """Every tool's policy but `never` (tools listed here and in `approvals`)."""
+        policies = {ref.name: ApprovalPolicy(ref.approval) for ref in self.tools if ref.approval != "never"}
+        policies.update({name: ApprovalPolicy(spec) for name, spec in self.approvals.items() if spec != "never"})
+        return policies
 
     @property
     def tool_names(self) -> list[str]:
@@ -109,7 +127,8 @@ def load_definition(path: Path) -> AgentDefinition:
         return AgentDefinition.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(root)"
+        # (a tagged union's tag, such as an approval rule's `rule:test`, holds a colon: not a field)
+        field = ".".join(str(p) for p in first["loc"] if ":" not in str(p)) or "(root)"
         raise AgentDefinitionError(path, field, first["msg"]) from exc
 
 

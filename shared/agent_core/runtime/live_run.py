@@ -14,7 +14,7 @@ from agent_core.memory.calendar import from_ms, zone
 from agent_core.memory.history_records import Recall, recall
 from agent_core.memory.time_query import TimeRange
 from agent_core.memory.window import build_window, to_chat_message
-from agent_core.runtime.frontend import StoreFrontendBridge
+from agent_core.runtime.approvals import RunWaits
 from agent_core.runtime.model_calls import ModelCalls
 from agent_core.runtime.recorder import RunRecorder
 from agent_core.runtime.scope import RunScope
@@ -32,7 +32,7 @@ class LiveRun(ModelCalls, ToolCalls):
         run = turn.run
         self.turn, self.scope, self.recorder, self.toolset = turn, scope, recorder, toolset
         self.agent = turn.agent
-        self.bridge = StoreFrontendBridge(turn.deps.store, run.run_id, run.user_id)
+        self.bridge = RunWaits(turn.deps.store, run.run_id, run.user_id)
         self._blocks = 0
 
     @property

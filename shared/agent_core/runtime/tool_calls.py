@@ -6,6 +6,7 @@ call/result messages land in the recorder.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 from agent_core.domain.events import (
@@ -15,14 +16,15 @@ from agent_core.domain.events import (
     ActionStart,
     Event,
     RequestSubmit,
+    ToolApproval,
     ToolArgs,
     ToolEnd,
     ToolResult,
     ToolStart,
 )
 from agent_core.domain.models import Role, ToolCall, ToolCallRecord, ToolStatus
+from agent_core.runtime.approvals import RunWaits
 from agent_core.runtime.executor import execute_parallel
-from agent_core.runtime.frontend import StoreFrontendBridge
 from agent_core.runtime.recorder import RunRecorder
 from agent_core.runtime.run_protocol import OnResult
 from agent_core.runtime.scope import RunScope
@@ -39,7 +41,7 @@ class ToolCalls:
     scope: RunScope
     recorder: RunRecorder
     toolset: Toolset
-    bridge: StoreFrontendBridge
+    bridge: RunWaits
 
     def tool_context(self) -> ToolContext:
         turn, run = self.turn, self.turn.run
@@ -53,6 +55,7 @@ class ToolCalls:
             run_id=run.run_id,
             blobs=turn.deps.blobs,
             frontend=self.bridge,
+            approvals=self.bridge,
             memory=turn.deps.store,
             records=turn.deps.memory,
             public_base_url=turn.request.public_base_url,
@@ -76,12 +79,20 @@ class ToolCalls:
         return ToolEnd(tool_id=call.id)
 
     async def end_calls(self, ends: list[tuple[ToolCall, Event]]) -> AsyncIterator[Event]:
-        """Each call's end event; a frontend call's WAIT item is written before its end is sent."""
-        kinds = self.toolset.kinds
+        """Each call's end event; a frontend call's WAIT item is written before its end is sent, a call that
+        needs approval has its approval WAIT item written, then its end and its `tool.approval` sent."""
+        kinds, settings = self.toolset.kinds, self.turn.deps.settings
         for call, end in ends:
             if kinds.get(call.name) == "frontend":
-                await self.bridge.open_wait(call.id, self.turn.deps.settings.frontend_submit_timeout_ms)
+                await self.bridge.open_wait(call.id, settings.frontend_submit_timeout_ms)
+            asked = self.toolset.service.approval_reason(call)
+            if asked is None:
+                yield end
+                continue
+            args = json.loads(call.arguments or "{}")  # valid: a call with invalid arguments asks nobody
+            await self.bridge.open_approval(call.id, call.name, args, asked, settings.tool_approval_timeout_ms)
             yield end
+            yield ToolApproval(tool_id=call.id, tool_name=call.name, args=args, reason=asked)
 
     async def run_calls(
         self, calls: list[ToolCall], *, content: str = "", on_result: OnResult | None = None

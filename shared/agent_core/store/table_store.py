@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 from agent_core.domain.models import (
     INTERRUPTED,
+    ApprovalDecision,
     Chat,
     Message,
     Role,
@@ -16,6 +17,7 @@ from agent_core.domain.models import (
     RunStatus,
     Summary,
     Wait,
+    WaitKind,
     WaitStatus,
 )
 from agent_core.domain.session_plan import DAYMARK_TTL_S, SessionPlan
@@ -587,11 +589,45 @@ class TableStore(HierarchyStore, Store):
             await self.table.update(key, closed, Condition.of(eq("status", WaitStatus.WAITING.value)))
 
     async def submit_wait(self, run_id: str, tool_id: str, user_id: str, params: object, now_s: int) -> bool:
-        """Flip a waiting call to submitted: only its user, only once, only before it expires."""
+        """Flip a waiting frontend call to submitted: only its user, only once, only before it expires."""
         condition = Condition.of(eq("status", WaitStatus.WAITING.value), eq("userId", user_id), gt("expiresAt", now_s))
+        condition = condition.any_of(not_exists("kind"), eq("kind", WaitKind.FRONTEND.value))
         update = Update(set={"status": WaitStatus.SUBMITTED.value, "params": _json(params)})
         try:
             await self.table.update(it.wait_key(run_id, tool_id), update, condition)
+        except ConditionFailed:
+            return False
+        return True
+
+    async def decide_wait(self, run_id: str, tool_id: str, decision: ApprovalDecision) -> bool:
+        """Decide a waiting approval: only its user, only once, only before it expires (or the run expires it)."""
+        condition = Condition.of(
+            eq("status", WaitStatus.WAITING.value),
+            eq("kind", WaitKind.APPROVAL.value),
+            eq("userId", decision.by),
+            gt("expiresAt", decision.at_ms // 1000),
+        )
+        decided: dict[str, object] = {
+            "status": WaitStatus.SUBMITTED.value,
+            "approved": decision.approved,
+            "decidedBy": decision.by,
+            "decidedAt": decision.at_ms,
+        }
+        if decision.reason:
+            decided["decisionReason"] = decision.reason
+        try:
+            await self.table.update(it.wait_key(run_id, tool_id), Update(set=decided), condition)
+        except ConditionFailed:
+            return False
+        return True
+
+    async def expire_wait(self, run_id: str, tool_id: str) -> bool:
+        """The run's time for an answer ran out: a waiting call becomes expired (False: it was answered first)."""
+        expired = Update(set={"status": WaitStatus.EXPIRED.value})
+        try:
+            await self.table.update(
+                it.wait_key(run_id, tool_id), expired, Condition.of(eq("status", WaitStatus.WAITING.value))
+            )
         except ConditionFailed:
             return False
         return True
