@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from agent_core.tools.approval import parse_policy
+from agent_core.domain.approval import parse_policy
 
 
 def _split(value: object) -> object:

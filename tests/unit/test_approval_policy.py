@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from agent_core.config import Settings
+from agent_core.domain.approval import parse_policy
 from agent_core.runtime.agents import AgentDefinitionError, load_definition
-from agent_core.tools.approval import parse_policy
 
 
 def _asks(rule: dict[str, Any], args: Any) -> bool:

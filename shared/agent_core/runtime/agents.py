@@ -8,8 +8,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from agent_core.domain.approval import ApprovalPolicy, PolicySpec
 from agent_core.errors import NotFound
-from agent_core.tools.approval import ApprovalPolicy, PolicySpec
 from agent_core.tools.mcp_config import McpServerConfig
 
 DEFAULT_AGENT = "main-agent"
@@ -31,7 +31,7 @@ class ToolRef(_Def):
 
     name: str
     quick_match: str | None = "__inherit__"
-    approval: PolicySpec = "never"  # never | always | {when: <rule on the arguments>, reason?} (tools/approval.py)
+    approval: PolicySpec = "never"  # never | always | {when: <rule on the arguments>, reason?} (domain/approval.py)
 
     @field_validator("quick_match")
     @classmethod

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_core.domain.approval import ApprovalOutcome, Outcome
 from agent_core.domain.models import WaitKind, WaitStatus
 from agent_core.runtime.frontend import StoreFrontendBridge
-from agent_core.tools.approval import ApprovalOutcome, Outcome
 
 # A cancelled wait is not an answer: the cancel that closed it ends the run (its watch cancels the waiting call).
 DECIDED = (WaitStatus.SUBMITTED, WaitStatus.EXPIRED)

@@ -11,10 +11,10 @@ from typing import Any, ClassVar, Literal, Protocol
 from pydantic import BaseModel
 
 from agent_core.config import Settings
+from agent_core.domain.approval import ApprovalOutcome
 from agent_core.memory.long_term import LongTermMemory
 from agent_core.store.base import MemoryReader
 from agent_core.store.blob import BlobStore
-from agent_core.tools.approval import ApprovalOutcome
 from agent_core.tools.data_links import DataLinks
 
 ToolKind = Literal["backend", "mcp", "frontend", "action"]

@@ -14,9 +14,9 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from pydantic import ValidationError
 
 from agent_core.config import Settings
+from agent_core.domain.approval import ApprovalOutcome, ApprovalPolicy, parse_policy, strictest
 from agent_core.domain.models import ToolCall, ToolStatus
 from agent_core.observability import NAMESPACE, logger, write_audit_line
-from agent_core.tools.approval import ApprovalOutcome, ApprovalPolicy, parse_policy, strictest
 from agent_core.tools.base import Tool, ToolContext, ToolFailure
 from agent_core.tools.registry import ToolRegistry
 from agent_core.tracing import tool_outcome, tool_span
