@@ -108,6 +108,29 @@ def plan_turn(
     )
 
 
+APPROVAL_WIRES = "the native stream (/api/ap/query, /api/chat/stream) and /v1/responses with store: true"
+
+
+def gated_tools(plan: TurnPlan) -> list[str]:
+    """The agent's tools an approval policy may gate (its own `approval`/`approvals`, AGENT_TOOL_APPROVAL)."""
+    own = plan.agent.approval_policies()
+    service = plan.deps.tools
+    return sorted(name for name in {*plan.agent.tool_names, *own} if name in own or service.gated(name))
+
+
+def refuse_approvals(plan: TurnPlan, wire: str) -> None:
+    """A wire that cannot ask a person (Chat Completions, store:false) refuses an agent with gated tools it
+    would offer: 400 `approval_unsupported` naming the wires that can, before any work."""
+    gated = gated_tools(plan)
+    if gated:
+        raise InvalidRequest(
+            f"agent {plan.agent.key!r} has tools that need a person's approval ({', '.join(gated)}), which {wire} "
+            f"cannot ask for; use {APPROVAL_WIRES}",
+            param="model",
+            code="approval_unsupported",
+        )
+
+
 def to_message(spec: InputMessage, chat_id: str, at: int) -> Message:
     """An input item's message, stored in the chat."""
     return Message(

@@ -17,7 +17,7 @@ from agent_core.store.responses import ACTIVE, ResponseRecord, ResponseStore
 from agent_core.wires.input import check_outputs, check_self_contained, parse_input
 from agent_core.wires.responses.aggregate import response_object
 from agent_core.wires.responses.request import ResponseCreate, check_limits, check_rules, pending_calls
-from agent_core.wires.turn import LlmOptions, TurnPlan, plan_turn
+from agent_core.wires.turn import LlmOptions, TurnPlan, plan_turn, refuse_approvals
 
 
 def new_response_id() -> str:
@@ -136,5 +136,7 @@ async def plan_response(
         now=now,
         public_base_url=public_base_url,
     )
+    if not body.stored and body.tool_choice != "none":
+        refuse_approvals(turn, "Chat Completions or a Responses request with store: false")
     fields = {f.name: getattr(turn, f.name) for f in dataclasses.fields(TurnPlan)}
     return ResponsePlan(**fields, response_id=response_id, body=body, created_at=created_at or int(time.time()))
