@@ -23,7 +23,7 @@ from agent_core.domain.events import (
     ToolStart,
 )
 from agent_core.domain.models import Role, ToolCall, ToolCallRecord, ToolStatus
-from agent_core.runtime.approvals import RunWaits
+from agent_core.runtime.approvals import DecidedGate, RunWaits
 from agent_core.runtime.executor import execute_parallel
 from agent_core.runtime.recorder import RunRecorder
 from agent_core.runtime.run_protocol import OnResult
@@ -55,7 +55,7 @@ class ToolCalls:
             run_id=run.run_id,
             blobs=turn.deps.blobs,
             frontend=self.bridge,
-            approvals=self.bridge,
+            approvals=self.bridge if turn.request.approvals == "wait" else DecidedGate(turn.request.decided),
             memory=turn.deps.store,
             records=turn.deps.memory,
             public_base_url=turn.request.public_base_url,
@@ -90,16 +90,39 @@ class ToolCalls:
                 yield end
                 continue
             args = json.loads(call.arguments or "{}")  # valid: a call with invalid arguments asks nobody
-            await self.bridge.open_approval(call.id, call.name, args, asked, settings.tool_approval_timeout_ms)
+            handed = self.turn.request.approvals == "hand_over"
+            timeout_ms = settings.tool_approval_timeout_ms
+            await self.bridge.open_approval(call.id, call.name, args, asked, timeout_ms, handed_over=handed)
             yield end
             yield ToolApproval(tool_id=call.id, tool_name=call.name, args=args, reason=asked)
 
+    def hands_over(self, call: ToolCall) -> bool:
+        """The caller runs the call (a client tool), or decides it in a later request (`hand_over` approvals)."""
+        if call.name in self.turn.request.client_tools:
+            return True
+        return self.turn.request.approvals == "hand_over" and self.toolset.service.approval_reason(call) is not None
+
+    async def run_decided(self) -> AsyncIterator[Event]:
+        """The calls this request decided (handed over for approval by the run before): announced and run as
+        decided (approved: the tool runs; denied: the model reads the denial), before the model is called."""
+        calls = [decided.call for decided in self.turn.request.decided]
+        if not calls:
+            return
+        async for event in self.announce(calls):
+            yield event
+        for call in calls:
+            yield self.end_event(call)
+        async for event in self.run_calls(calls, resumed=True):
+            yield event
+
     async def run_calls(
-        self, calls: list[ToolCall], *, content: str = "", on_result: OnResult | None = None
+        self, calls: list[ToolCall], *, content: str = "", on_result: OnResult | None = None, resumed: bool = False
     ) -> AsyncIterator[Event]:
-        """Execute calls in parallel; events in completion order; the call/result messages saved in call order."""
+        """Execute calls in parallel; events in completion order; the call/result messages saved in call order
+        (`resumed`: the calls are already in the history, only their results are saved)."""
         recorder = self.recorder
-        recorder.save(Role.ASSISTANT, content=content, tool_calls=calls)
+        if not resumed:
+            recorder.save(Role.ASSISTANT, content=content, tool_calls=calls)
         kinds = self.toolset.kinds
         done: dict[str, ToolExecution] = {}
         executions = execute_parallel(self.toolset.service, calls, self.tool_context())

@@ -29,6 +29,7 @@ from agent_core.memory.profile import profile_block
 from agent_core.memory.recall import recall_block
 from agent_core.memory.session_rules import plan_session
 from agent_core.runtime.agents import AgentDefinition
+from agent_core.runtime.approvals import ApprovalMode, DecidedCall
 from agent_core.runtime.interrupted import settle_interrupted_run
 from agent_core.runtime.release import release_failed_run
 from agent_core.store.base import DuplicateRequest, RecentMessages, SessionChanged
@@ -58,6 +59,11 @@ class TurnRequest:
     # The turn continues from the client's tool results, already stored as the history of the chat `chat_id`
     # names: no USER message is written, the model is called with the results last, `message` is unused ('').
     continuation: bool = False
+    # How a call that needs approval waits: "wait" pauses the run on its WAIT item (native: POST /api/ap/submit);
+    # "hand_over" ends the run with the request, like a client tool, and a later request brings the decision.
+    approvals: ApprovalMode = "wait"
+    # Calls handed over for approval and decided since (the continuation runs them first, as decided).
+    decided: tuple[DecidedCall, ...] = ()
 
     @property
     def stored_message(self) -> str | None:

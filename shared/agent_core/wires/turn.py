@@ -18,6 +18,7 @@ from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.models import Chat, Message, Role
 from agent_core.errors import AgentError, InvalidRequest, RunInProgress
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
+from agent_core.runtime.approvals import ApprovalMode, DecidedCall
 from agent_core.runtime.ephemeral import ephemeral_deps
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, chat_name, prepare_turn, validate_message
 from agent_core.wires.client_tools import TunedLlm, client_tool, request_agent, with_client_tools
@@ -39,6 +40,8 @@ class TurnPlan:
     now: datetime | None = None
     public_base_url: str = ""
     deadline_ms: int | None = None  # a blocking answer's turn deadline; else the stream deadline
+    approvals: ApprovalMode = "wait"  # how a call needing approval waits (`hand_over`: the run ends with it)
+    decided: tuple[DecidedCall, ...] = ()  # approvals the request decided (`wires/responses/approvals.py`)
 
 
 @dataclass(frozen=True)
@@ -153,9 +156,9 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
     """
     deps, chat = plan.deps, plan.chat
     prior, trigger = plan.parsed.split()
-    continuation = trigger.role != Role.USER
-    message = "" if continuation else trigger.content
-    history = [*prior, trigger] if continuation else prior
+    continuation = trigger is None or trigger.role != Role.USER
+    message = "" if continuation or trigger is None else trigger.content
+    history = [*prior, trigger] if continuation and trigger is not None else prior
     if not continuation:
         try:
             validate_message(message, deps.settings.max_message_bytes)
@@ -190,6 +193,8 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
         public_base_url=plan.public_base_url,
         deadline_ms=plan.deadline_ms,
         continuation=continuation,
+        approvals=plan.approvals,
+        decided=plan.decided,
     )
     prepared = await prepare_turn(deps, request)
     if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry
