@@ -303,3 +303,22 @@ async def test_an_answer_that_beats_the_runs_timeout_is_honoured(any_table: Tabl
     assert (outcome.decision, outcome.by, outcome.reason) == ("approved", "u", "just in time")
     wait = await store.get_wait("r1", "c1")
     assert wait is not None and wait.status == WaitStatus.SUBMITTED
+
+
+def test_the_stateless_chain_stream_refuses_an_agent_with_gated_tools_before_any_work() -> None:
+    # Given the deployment's rules gating the main agent's time tool
+    llm = ScriptedLlm()
+    context = build_context(
+        make_settings(AGENT_TOOL_APPROVAL='{"time": "always"}'), table=MemoryTable(), llm=llm, audit=lambda _: None
+    )
+    with (
+        serve(build_app(*routes.local, context=context)) as base,
+        httpx.Client(base_url=base, headers={"X-User-Id": "alice"}, timeout=30) as client,
+    ):
+        answer = client.post("/api/chat/stream", json={"messages": [{"role": "user", "content": "time?"}]})
+    # Then nothing stored could take the answer: 422 naming the wires that can ask, and the model never called
+    assert answer.status_code == 422
+    error = answer.json()["error"]
+    assert (error["code"], error["param"]) == ("approval_unsupported", "agentName")
+    assert "time" in error["message"] and "/api/ap/query" in error["message"]
+    assert llm.requests == []

@@ -21,6 +21,7 @@ from agent_core.runtime.agents import AgentCatalog, AgentDefinition
 from agent_core.runtime.approvals import ApprovalMode, DecidedCall
 from agent_core.runtime.ephemeral import ephemeral_deps
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, chat_name, prepare_turn, validate_message
+from agent_core.tools.service import ToolService
 from agent_core.wires.client_tools import TunedLlm, client_tool, request_agent, with_client_tools
 from agent_core.wires.input import FunctionToolParam, InputMessage, ParsedInput
 
@@ -111,25 +112,24 @@ def plan_turn(
     )
 
 
-APPROVAL_WIRES = "the native stream (/api/ap/query, /api/chat/stream) and /v1/responses with store: true"
+APPROVAL_WIRES = "the native stream (/api/ap/query) and /v1/responses with store: true"
 
 
-def gated_tools(plan: TurnPlan) -> list[str]:
+def gated_tools(agent: AgentDefinition, service: ToolService) -> list[str]:
     """The agent's tools an approval policy may gate (its own `approval`/`approvals`, AGENT_TOOL_APPROVAL)."""
-    own = plan.agent.approval_policies()
-    service = plan.deps.tools
-    return sorted(name for name in {*plan.agent.tool_names, *own} if name in own or service.gated(name))
+    own = agent.approval_policies()
+    return sorted(name for name in {*agent.tool_names, *own} if name in own or service.gated(name))
 
 
-def refuse_approvals(plan: TurnPlan, wire: str) -> None:
-    """A wire that cannot ask a person (Chat Completions, store:false) refuses an agent with gated tools it
-    would offer: 400 `approval_unsupported` naming the wires that can, before any work."""
-    gated = gated_tools(plan)
+def refuse_approvals(agent: AgentDefinition, service: ToolService, wire: str, param: str = "model") -> None:
+    """A wire that cannot ask a person (Chat Completions, store:false, the stateless chain stream) refuses an
+    agent with gated tools it would offer: `approval_unsupported` naming the wires that can, before any work."""
+    gated = gated_tools(agent, service)
     if gated:
         raise InvalidRequest(
-            f"agent {plan.agent.key!r} has tools that need a person's approval ({', '.join(gated)}), which {wire} "
+            f"agent {agent.key!r} has tools that need a person's approval ({', '.join(gated)}), which {wire} "
             f"cannot ask for; use {APPROVAL_WIRES}",
-            param="model",
+            param=param,
             code="approval_unsupported",
         )
 

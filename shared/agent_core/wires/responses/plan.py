@@ -157,7 +157,7 @@ async def plan_response(
         public_base_url=public_base_url,
     )
     if not body.stored and body.tool_choice != "none":
-        refuse_approvals(turn, "Chat Completions or a Responses request with store: false")
+        refuse_approvals(turn.agent, turn.deps.tools, "Chat Completions or a Responses request with store: false")
     if body.stored:  # a call that needs approval ends the Response with an mcp_approval_request
         turn.approvals, turn.decided = "hand_over", decided
     fields = {f.name: getattr(turn, f.name) for f in dataclasses.fields(TurnPlan)}
