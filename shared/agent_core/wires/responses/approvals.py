@@ -38,9 +38,12 @@ def check_answered(pending: list[str], answers: list[ApprovalAnswer]) -> None:
             )
 
 
-async def decide(store: Store, user_id: str, chat_id: str, answers: list[ApprovalAnswer]) -> tuple[DecidedCall, ...]:
-    """Each answer's approval request found (this user's, this conversation's), then decided: the calls to run."""
-    found: list[tuple[ApprovalAnswer, Wait]] = []
+Found = list[tuple[ApprovalAnswer, Wait]]
+
+
+async def find(store: Store, user_id: str, chat_id: str, answers: list[ApprovalAnswer]) -> Found:
+    """Each answer's approval request (this user's, this conversation's): reads only, 400 for any not found."""
+    found: Found = []
     for answer in answers:
         names = approval_wait(answer.request_id)
         wait = await store.get_wait(*names) if names is not None else None
@@ -50,6 +53,13 @@ async def decide(store: Store, user_id: str, chat_id: str, answers: list[Approva
         if pointer.chat_id != chat_id:
             raise _not_found(answer.request_id)
         found.append((answer, wait))
+    return found
+
+
+async def decide(store: Store, user_id: str, found: Found) -> tuple[DecidedCall, ...]:
+    """Consume each approval (its WAIT item's conditional update): the calls to run, or 409 when one was decided
+    (or expired) before. Done right before the turn opens: a create planned twice (a background response, a
+    retried create) consumes once."""
     decided: list[DecidedCall] = []
     for answer, wait in found:
         decision = ApprovalDecision(approved=answer.approve, by=user_id, at_ms=now_ms(), reason=answer.reason)
