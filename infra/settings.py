@@ -6,6 +6,7 @@ or the `context` block of cdk.json. Values given with `-c` arrive as strings and
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Literal, Protocol
 
@@ -93,6 +94,8 @@ class InfraSettings(BaseModel):
     guardrail_version: str = Field("DRAFT", alias="guardrailVersion")
     # The streamed answer's hold-back window (AGENT_GUARDRAIL_HOLDBACK_CHARS); unset: the runtime's default.
     guardrail_holdback_chars: int | None = Field(None, ge=0, alias="guardrailHoldbackChars")
+    # Approval policies every agent obeys, by tool name (AGENT_TOOL_APPROVAL; docs/approval.md): a JSON object.
+    tool_approval: dict[str, Any] = Field(default_factory=dict, alias="toolApproval")
 
     @field_validator("stage")
     @classmethod
@@ -137,6 +140,24 @@ class InfraSettings(BaseModel):
     def _guardrail_version(cls, value: str) -> str:
         if not re.fullmatch(r"[1-9][0-9]{0,7}|DRAFT", value):
             raise ValueError("guardrailVersion must be a version number (1, 2, ...) or DRAFT")
+        return value
+
+    @field_validator("tool_approval", mode="before")
+    @classmethod
+    def _approval_json(cls, value: object) -> object:
+        if isinstance(value, str):  # `-c toolApproval='{"save_file": "always"}'`
+            try:
+                return json.loads(value) if value.strip() else {}
+            except ValueError as exc:
+                raise ValueError(f"toolApproval is not JSON: {exc}") from exc
+        return value
+
+    @field_validator("tool_approval")
+    @classmethod
+    def _approval_policies(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for name, spec in value.items():
+            if spec not in ("never", "always") and not (isinstance(spec, dict) and "when" in spec):
+                raise ValueError(f"toolApproval[{name!r}] must be never, always or {{when: <rule>}}")
         return value
 
     @field_validator("lwa_layer_version")

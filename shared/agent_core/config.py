@@ -7,10 +7,12 @@ import os
 import secrets
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from agent_core.domain.approval import parse_policy
 
 
 def _split(value: object) -> object:
@@ -136,6 +138,21 @@ class Settings(BaseSettings):
     )
     tool_timeout_ms: int = Field(
         10000, alias="AGENT_TOOL_TIMEOUT_MS", description="How long one tool call may run (a tool may set its own)"
+    )
+    tool_approval: Annotated[dict[str, Any], NoDecode] = Field(
+        default_factory=dict,
+        alias="AGENT_TOOL_APPROVAL",
+        description="Approval policies every agent obeys, by tool name, as JSON: "
+        '`{"http_get": {"when": {"arg": "url", "hostNotIn": ["example.com"]}}, "save_file": "always"}` '
+        "(docs/approval.md); with an agent's own policy, a call needing either waits for approval. A bad rule "
+        "is refused at start-up",
+    )
+    tool_approval_timeout_ms: int = Field(
+        600000,
+        ge=1000,
+        alias="AGENT_TOOL_APPROVAL_TIMEOUT_MS",
+        description="How long a tool call waits for a human's approval; then it does not run and the model is "
+        "told it timed out",
     )
     http_allowed_hosts: StrList = Field(
         default_factory=list,
@@ -418,6 +435,23 @@ class Settings(BaseSettings):
     @classmethod
     def _lists(cls, value: object) -> object:
         return _split(value)
+
+    @field_validator("tool_approval", mode="before")
+    @classmethod
+    def _approval_json(cls, value: object) -> object:
+        if isinstance(value, str):
+            return json.loads(value) if value.strip() else {}
+        return value
+
+    @field_validator("tool_approval")
+    @classmethod
+    def _approval_policies(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for name, spec in value.items():
+            try:
+                parse_policy(spec)
+            except ValueError as exc:
+                raise ValueError(f"AGENT_TOOL_APPROVAL[{name!r}] is not an approval policy: {exc}") from exc
+        return value
 
     @field_validator("llm_fallback")
     @classmethod

@@ -80,7 +80,7 @@ def test_every_runtime_module_imports_with_only_the_runtime_installed(tmp_path: 
     )
     result = subprocess.run([bin_dir / "python", "-c", code], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip() == "['support-desk', 'world-clock']"
+    assert result.stdout.strip() == "['careful-writer', 'support-desk', 'world-clock']"
     # fastapi_offline (the local server's docs pages) is refused here: the guard is really on
     refused = subprocess.run([bin_dir / "python", "-c", "import fastapi_offline"], capture_output=True, text=True)
     assert refused.returncode == 1, refused.stderr

@@ -19,11 +19,21 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "agents"
 
 
 def test_example_agents_validate() -> None:
-    agents = load_definitions(str(EXAMPLES))
-    assert [a.key for a in agents] == ["support-desk", "world-clock"]
-    support, clock = agents
+    agents = {a.key: a for a in load_definitions(str(EXAMPLES))}
+    assert list(agents) == ["careful-writer", "support-desk", "world-clock"]
+    clock, support = agents["world-clock"], agents["support-desk"]
     assert clock.compose == "progressive" and clock.mcp_servers[0].transport == "stdio"
     assert support.guardrails is not None and support.guardrails.patterns[0].name == "EMPLOYEE_ID"
+    # The careful writer's policies: fetches outside example.com, files over 100 KB, one MCP tool always
+    policies = agents["careful-writer"].approval_policies()
+    assert sorted(policies) == ["clock__convert_time", "http_get", "save_file"]
+    fetch, save = policies["http_get"], policies["save_file"]
+    assert fetch.reason("http_get", {"url": "https://evil.example.net/x"}) == "a fetch outside example.com"
+    assert fetch.reason("http_get", {"url": "https://docs.example.com/x"}) is None
+    assert fetch.reason("http_get", {"url": "https://example.com"}) is None
+    assert save.reason("save_file", {"name": "a.txt", "content": "x" * 102400}) is None
+    assert save.reason("save_file", {"name": "a.txt", "content": "x" * 102401}) == "a file over 100 KB"
+    assert policies["clock__convert_time"].reason("clock__convert_time", {}) is not None
 
 
 async def test_the_support_desk_masks_the_message_and_the_answer() -> None:

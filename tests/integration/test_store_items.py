@@ -31,6 +31,7 @@ from agent_core.domain.models import (
     TurnResult,
     Usage,
     Wait,
+    WaitKind,
     WaitStatus,
 )
 from agent_core.store import items as it
@@ -92,6 +93,25 @@ WAITING = Wait(run_id="r1", tool_id="t1", user_id="u1", expires_at=50)
 SUBMITTED = Wait(
     run_id="r1", tool_id="t2", user_id="u1", status=WaitStatus.SUBMITTED, params={"城市": "上海"}, expires_at=50
 )
+APPROVAL = Wait(
+    run_id="r1",
+    tool_id="t2",
+    user_id="u1",
+    kind=WaitKind.APPROVAL,
+    expires_at=50,
+    tool_name="http_get",
+    args={"url": "https://example.net/页"},
+    reason="a fetch outside example.com",
+)
+DECIDED = APPROVAL.model_copy(
+    update={
+        "status": WaitStatus.SUBMITTED,
+        "approved": False,
+        "decision_reason": "not that host",
+        "decided_by": "u1",
+        "decided_at": 1795441456142,
+    }
+)
 SUMMARY = Summary(chat_id="c1", content="so far", covers_message_id="m2", covered_count=2, updated_at=7, version=2)
 SESSION = SessionSummary(
     chat_id="c1",
@@ -135,6 +155,8 @@ KINDS: dict[str, tuple[Any, Item, Callable[[Item], Any]]] = {
     "run pointer": (POINTER, it.pointer_to_item(POINTER, 99), it.pointer_from_item),
     "wait": (WAITING, it.wait_to_item(WAITING), it.wait_from_item),
     "submitted wait": (SUBMITTED, it.wait_to_item(SUBMITTED), it.wait_from_item),
+    "approval wait": (APPROVAL, it.wait_to_item(APPROVAL), it.wait_from_item),
+    "decided approval": (DECIDED, it.wait_to_item(DECIDED), it.wait_from_item),
     "summary": (SUMMARY, it.summary_to_item(SUMMARY), it.summary_from_item),
     "session": (SESSION, it.session_to_item(SESSION), it.session_from_item),
     "profile": (PROFILE, it.profile_to_item(PROFILE), it.profile_from_item),

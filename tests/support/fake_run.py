@@ -167,6 +167,13 @@ class FakeRun:
                 async for event in on_result(ToolExecution(call=call, status=ToolStatus.OK, output=output)):
                     yield event
 
+    def hands_over(self, call: ToolCall) -> bool:
+        return call.name in self.client_tools
+
+    async def run_decided(self) -> AsyncIterator[Event]:
+        for event in ():
+            yield event
+
     def result_of(self, call_id: str) -> str:
         found = [m["content"] for m in self.saved if m.get("tool_call_id") == call_id]
         return found[-1] if found else ""

@@ -70,6 +70,8 @@ SAMPLES: dict[str, tuple[str, Any]] = {
     "memory_recall_min_similarity": ("0.35", 0.35),  # a cosine, 0-1
     "default_timezone": ("Europe/Paris", "Europe/Paris"),
     "usage_prices": ('{"m1": {"input": 1, "output": 2.5}}', {"m1": {"input": 1.0, "output": 2.5}}),
+    "tool_approval": ('{"save_file": "always"}', {"save_file": "always"}),
+    "tool_approval_timeout_ms": ("120000", 120000),  # >= 1000
 }
 
 # Settings that are valid only with another one (the clock override is a dev-stage feature).

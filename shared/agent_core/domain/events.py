@@ -108,6 +108,16 @@ class ToolResult(Event):
     reason: str | None = None
 
 
+class ToolApproval(Event):
+    """A call needs a person's approval before it runs: answered by POST /api/ap/submit {runId, toolId, approve}."""
+
+    type: Literal["tool.approval"] = "tool.approval"
+    tool_id: str
+    tool_name: str
+    args: Any = None
+    reason: str
+
+
 class RunWarning(Event):
     type: Literal["run.warning"] = "run.warning"
     code: str

@@ -151,19 +151,46 @@ class Run(Model):
 
 class WaitStatus(StrEnum):
     WAITING = "waiting"
-    SUBMITTED = "submitted"
-    CANCELLED = "cancelled"  # its run was cancelled: a submit no longer matches
+    SUBMITTED = "submitted"  # answered: a frontend call's params, or an approval's decision (`approved`)
+    CANCELLED = "cancelled"  # its run was cancelled (or ended): a submit no longer matches
+    EXPIRED = "expired"  # an approval's time ran out (the run recorded it): a late answer no longer matches
+
+
+class WaitKind(StrEnum):
+    FRONTEND = "frontend"  # a frontend tool: the browser submits the result's params
+    APPROVAL = "approval"  # a call that needs a human's yes or no before it runs
 
 
 class Wait(Model):
-    """A frontend tool call waiting for the browser's params (POST /api/ap/submit)."""
+    """A run waiting on a person: a frontend tool call's params, or a tool call's approval (POST /api/ap/submit).
+
+    The conditional update of `status` (waiting -> submitted, cancelled or expired) decides each wait once.
+    """
 
     run_id: str
     tool_id: str
     user_id: str
+    kind: WaitKind = WaitKind.FRONTEND
     status: WaitStatus = WaitStatus.WAITING
     params: Any = None
     expires_at: int
+    # An approval: what is asked (the tool, its arguments, why), then the decision and who took it when.
+    tool_name: str = ""
+    args: Any = None
+    reason: str = ""
+    approved: bool | None = None
+    decision_reason: str = ""
+    decided_by: str = ""
+    decided_at: int = 0  # epoch ms
+
+
+class ApprovalDecision(Model):
+    """A person's answer to an approval: approve or deny, who, when (epoch ms) and why."""
+
+    approved: bool
+    by: str
+    at_ms: int
+    reason: str = ""
 
 
 class RunPointer(Model):

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from agent_core.domain.approval import ApprovalPolicy, PolicySpec
 from agent_core.errors import NotFound
 from agent_core.guardrails.policy import GuardrailPolicy
 from agent_core.tools.mcp_config import McpServerConfig
@@ -31,6 +32,7 @@ class ToolRef(_Def):
 
     name: str
     quick_match: str | None = "__inherit__"
+    approval: PolicySpec = "never"  # never | always | {when: <rule on the arguments>, reason?} (domain/approval.py)
 
     @field_validator("quick_match")
     @classmethod
@@ -76,6 +78,9 @@ class AgentDefinition(_Def):
     enhance: bool = False
     version: str = "1"
     guardrails: GuardrailPolicy | None = None  # input / output / tool checks (docs/guardrails.md)
+    # Approval policies by the name the model sees: any tool, MCP ones (`server__tool`) included; a tool in
+    # `tools` may carry its own `approval` instead (naming one tool in both places is an error).
+    approvals: dict[str, PolicySpec] = Field(default_factory=dict)
 
     @field_validator("tools", mode="before")
     @classmethod
@@ -83,6 +88,19 @@ class AgentDefinition(_Def):
         if isinstance(value, list):
             return [{"name": v} if isinstance(v, str) else v for v in value]
         return value
+
+    @model_validator(mode="after")
+    def _one_policy_per_tool(self) -> AgentDefinition:
+        twice = sorted(ref.name for ref in self.tools if ref.approval != "never" and ref.name in self.approvals)
+        if twice:
+            raise ValueError(f"approval given both in tools and in approvals for {twice}")
+        return self
+
+    def approval_policies(self) -> dict[str, ApprovalPolicy]:
+        """Every tool's policy but `never` (tools listed here and in `approvals`)."""
+        policies = {ref.name: ApprovalPolicy(ref.approval) for ref in self.tools if ref.approval != "never"}
+        policies.update({name: ApprovalPolicy(spec) for name, spec in self.approvals.items() if spec != "never"})
+        return policies
 
     @property
     def tool_names(self) -> list[str]:
@@ -111,7 +129,8 @@ def load_definition(path: Path) -> AgentDefinition:
         return AgentDefinition.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(root)"
+        # (a tagged union's tag, such as an approval rule's `rule:test`, holds a colon: not a field)
+        field = ".".join(str(p) for p in first["loc"] if ":" not in str(p)) or "(root)"
         raise AgentDefinitionError(path, field, first["msg"]) from exc
 
 

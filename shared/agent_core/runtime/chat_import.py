@@ -10,9 +10,9 @@ from agent_core.container import RunDeps
 from agent_core.domain.ids import new_chat_id, sortable_id
 from agent_core.domain.jobs import SessionSummaryJob
 from agent_core.domain.models import Chat, Message, Role
+from agent_core.domain.text import chat_name, validate_message
 from agent_core.errors import InvalidRequest
 from agent_core.memory.session_rules import new_session_id
-from agent_core.runtime.turn import chat_name, validate_message
 
 MAX_IMPORT_MESSAGES = 2000
 

@@ -1,4 +1,5 @@
-"""Frontend tools wait for the browser: the WAIT item is polled with strongly consistent reads."""
+"""Frontend tools wait for the browser (and approvals for a person): the WAIT item is polled with strongly
+consistent reads."""
 
 from __future__ import annotations
 
@@ -22,13 +23,20 @@ class StoreFrontendBridge:
         self._run_id = run_id
         self._user_id = user_id
         self._open: list[str] = []  # the calls whose WAIT item may still accept a submit
+        self.first_poll_s, self.poll_s = FIRST_POLL_S, POLL_S
 
     async def open_wait(self, tool_call_id: str, timeout_ms: int) -> None:
         """Written before the call's tool.end is sent, so a client that submits on tool.end always matches."""
+        await self._create(self.wait_for(tool_call_id, timeout_ms))
+
+    def wait_for(self, tool_call_id: str, timeout_ms: int) -> Wait:
+        """A new WAIT item of this run's user, expiring a second after `timeout_ms` from now."""
         expires_at = int(time.time() + timeout_ms / 1000) + 1
-        wait = Wait(run_id=self._run_id, tool_id=tool_call_id, user_id=self._user_id, expires_at=expires_at)
+        return Wait(run_id=self._run_id, tool_id=tool_call_id, user_id=self._user_id, expires_at=expires_at)
+
+    async def _create(self, wait: Wait) -> None:
         await self._store.create_wait(wait)
-        self._open.append(tool_call_id)
+        self._open.append(wait.tool_id)
 
     async def close(self) -> None:
         """Close the calls still waiting (the run is ending, however it ends: a client that went away, a
@@ -43,8 +51,15 @@ class StoreFrontendBridge:
 
     async def await_submit(self, tool_call_id: str, timeout_ms: int) -> dict[str, Any] | None:
         """The submitted params, or None when the time runs out."""
+        wait = await self.await_answer(tool_call_id, timeout_ms, until=(WaitStatus.SUBMITTED,))
+        if wait is None:
+            return None
+        return wait.params if isinstance(wait.params, dict) else {"value": wait.params}
+
+    async def await_answer(self, tool_call_id: str, timeout_ms: int, *, until: tuple[WaitStatus, ...]) -> Wait | None:
+        """The WAIT item once its status is one of `until` (no longer open to a submit), or None at the deadline."""
         deadline = time.monotonic() + timeout_ms / 1000
-        delay = FIRST_POLL_S
+        delay = self.first_poll_s
         while True:
             await asyncio.sleep(max(0.0, min(delay, deadline - time.monotonic())))
             try:
@@ -52,9 +67,9 @@ class StoreFrontendBridge:
             except Exception as exc:  # one failed read does not end the wait: poll again
                 logger.warning("frontend wait read failed", extra={"runId": self._run_id, "error": type(exc).__name__})
                 wait = None
-            if wait is not None and wait.status == WaitStatus.SUBMITTED:
+            if wait is not None and wait.status in until:
                 self._open = [t for t in self._open if t != tool_call_id]
-                return wait.params if isinstance(wait.params, dict) else {"value": wait.params}
+                return wait
             if time.monotonic() >= deadline:
                 return None
-            delay = POLL_S
+            delay = self.poll_s

@@ -15,7 +15,7 @@ from agent_core.memory.calendar import from_ms, zone
 from agent_core.memory.history_records import Recall, recall
 from agent_core.memory.time_query import TimeRange
 from agent_core.memory.window import build_window, to_chat_message
-from agent_core.runtime.frontend import StoreFrontendBridge
+from agent_core.runtime.approvals import RunWaits
 from agent_core.runtime.model_calls import ModelCalls
 from agent_core.runtime.recorder import RunRecorder
 from agent_core.runtime.scope import RunScope
@@ -33,7 +33,7 @@ class LiveRun(ModelCalls, ToolCalls):
         run = turn.run
         self.turn, self.scope, self.recorder, self.toolset = turn, scope, recorder, toolset
         self.agent = turn.agent
-        self.bridge = StoreFrontendBridge(turn.deps.waits, run.run_id, run.user_id)
+        self.bridge = RunWaits(turn.deps.waits, run.run_id, run.user_id)
         self._blocks = 0
         self.guard: Guard | None = None  # the agent's guardrails (tool checks); set by the runner
 
@@ -60,18 +60,20 @@ class LiveRun(ModelCalls, ToolCalls):
     def window(self, system_prompt: str | None = None, *, include_run: bool = True) -> list[dict[str, Any]]:
         """The prompt window plus (unless told otherwise) what this run has added so far."""
         turn, s = self.turn, self.turn.deps.settings
+        added = self.recorder.outcome.messages if include_run else []
+        # Results of calls this request decided answer calls in the history: they join it (its unit is whole)
+        decided = {d.call.id for d in turn.request.decided}
+        answers = [m for m in added if m.tool_call_id in decided]
         window = build_window(
             system_prompt or self.agent.system_prompt,
             turn.summary,
-            turn.history.items,
+            [*turn.history.items, *answers],
             max_tokens=s.memory_max_prompt_tokens,
             tool_output_chars=s.tool_output_window_chars,
             extra_system=turn.extra_system,
         )
-        if not include_run:
-            return window.messages
-        added = self.recorder.outcome.messages
-        return window.messages + [to_chat_message(m, s.tool_output_window_chars) for m in added]
+        rest = [m for m in added if m.tool_call_id not in decided]
+        return window.messages + [to_chat_message(m, s.tool_output_window_chars) for m in rest]
 
     def recall(self, span: TimeRange, *, detail: bool) -> Awaitable[Recall]:
         turn = self.turn

@@ -10,7 +10,9 @@ from agent_core.domain.models import Run
 from agent_core.runtime.envelope import Envelope
 
 # Live events kept as they are in a replay.
-KEPT = frozenset({"request.query", "run.route", "tool.result", "action.result", "request.submit"} | TERMINAL_TYPES)
+KEPT = frozenset(
+    {"request.query", "run.route", "tool.approval", "tool.result", "action.result", "request.submit"} | TERMINAL_TYPES
+)
 
 
 @dataclass

@@ -133,6 +133,14 @@ class RunActions(Protocol):
         """Execute calls in parallel (events in completion order); the call and result messages are saved."""
         ...
 
+    def hands_over(self, call: ToolCall) -> bool:
+        """Whether the call ends the run for the caller: a client tool, or an approval the caller decides later."""
+        ...
+
+    def run_decided(self) -> AsyncIterator[Event]:
+        """The calls the request decided (approvals handed over before) run first; nothing for other requests."""
+        ...
+
     def result_of(self, call_id: str) -> str:
         """The saved result of a call this run executed ('' if it has none)."""
         ...

@@ -7,6 +7,7 @@ call/result messages land in the recorder.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import AsyncIterator
 
 from agent_core.domain.events import (
@@ -16,6 +17,7 @@ from agent_core.domain.events import (
     ActionStart,
     Event,
     RequestSubmit,
+    ToolApproval,
     ToolArgs,
     ToolEnd,
     ToolResult,
@@ -23,8 +25,8 @@ from agent_core.domain.events import (
 )
 from agent_core.domain.models import Role, ToolCall, ToolCallRecord, ToolStatus
 from agent_core.guardrails.guard import Guard
+from agent_core.runtime.approvals import DecidedGate, RunWaits
 from agent_core.runtime.executor import execute_parallel
-from agent_core.runtime.frontend import StoreFrontendBridge
 from agent_core.runtime.recorder import RunRecorder
 from agent_core.runtime.run_protocol import OnResult
 from agent_core.runtime.scope import RunScope
@@ -41,7 +43,7 @@ class ToolCalls:
     scope: RunScope
     recorder: RunRecorder
     toolset: Toolset
-    bridge: StoreFrontendBridge
+    bridge: RunWaits
     guard: Guard | None
 
     def tool_context(self) -> ToolContext:
@@ -56,6 +58,7 @@ class ToolCalls:
             run_id=run.run_id,
             blobs=turn.deps.blobs,
             frontend=self.bridge,
+            approvals=self.bridge if turn.request.approvals == "wait" else DecidedGate(turn.request.decided),
             memory=turn.deps.memory_store,
             records=turn.deps.memory,
             public_base_url=turn.request.public_base_url,
@@ -79,20 +82,51 @@ class ToolCalls:
         return ToolEnd(tool_id=call.id)
 
     async def end_calls(self, ends: list[tuple[ToolCall, Event]]) -> AsyncIterator[Event]:
-        """Each call's end event; a frontend call's WAIT item is written before its end is sent."""
-        kinds = self.toolset.kinds
+        """Each call's end event; a frontend call's WAIT item is written before its end is sent, a call that
+        needs approval has its approval WAIT item written, then its end and its `tool.approval` sent."""
+        kinds, settings = self.toolset.kinds, self.turn.deps.settings
         for call, end in ends:
             if kinds.get(call.name) == "frontend":
-                await self.bridge.open_wait(call.id, self.turn.deps.settings.frontend_submit_timeout_ms)
+                await self.bridge.open_wait(call.id, settings.frontend_submit_timeout_ms)
+            asked = self.toolset.service.approval_reason(call)
+            if asked is None:
+                yield end
+                continue
+            args = json.loads(call.arguments or "{}")  # valid: a call with invalid arguments asks nobody
+            handed = self.turn.request.approvals == "hand_over"
+            timeout_ms = settings.tool_approval_timeout_ms
+            await self.bridge.open_approval(call.id, call.name, args, asked, timeout_ms, handed_over=handed)
             yield end
+            yield ToolApproval(tool_id=call.id, tool_name=call.name, args=args, reason=asked)
+
+    def hands_over(self, call: ToolCall) -> bool:
+        """The caller runs the call (a client tool), or decides it in a later request (`hand_over` approvals)."""
+        if call.name in self.turn.request.client_tools:
+            return True
+        return self.turn.request.approvals == "hand_over" and self.toolset.service.approval_reason(call) is not None
+
+    async def run_decided(self) -> AsyncIterator[Event]:
+        """The calls this request decided (handed over for approval by the run before): announced and run as
+        decided (approved: the tool runs; denied: the model reads the denial), before the model is called."""
+        calls = [decided.call for decided in self.turn.request.decided]
+        if not calls:
+            return
+        async for event in self.announce(calls):
+            yield event
+        for call in calls:
+            yield self.end_event(call)
+        async for event in self.run_calls(calls, resumed=True):
+            yield event
 
     async def run_calls(
-        self, calls: list[ToolCall], *, content: str = "", on_result: OnResult | None = None
+        self, calls: list[ToolCall], *, content: str = "", on_result: OnResult | None = None, resumed: bool = False
     ) -> AsyncIterator[Event]:
-        """Execute calls in parallel; events in completion order; the call/result messages saved in call order."""
+        """Execute calls in parallel; events in completion order; the call/result messages saved in call order
+        (`resumed`: the calls are already in the history, only their results are saved)."""
         recorder = self.recorder
         calls = [recorder.checked(call) for call in calls]  # arguments as the tool-argument check let them
-        recorder.save(Role.ASSISTANT, content=content, tool_calls=calls)
+        if not resumed:
+            recorder.save(Role.ASSISTANT, content=content, tool_calls=calls)
         kinds = self.toolset.kinds
         done: dict[str, ToolExecution] = {}
         executions = execute_parallel(self.toolset.service, calls, self.tool_context())

@@ -47,7 +47,7 @@ def build_toolset(agent: AgentDefinition, base: ToolService, extra: list[Tool] |
         for ref in agent.tools
         if ref.overrides_quick_match
     }
-    service = base.scoped(registry, set(names))
+    service = base.scoped(registry, set(names), agent.approval_policies())
     # The model is offered (and quick rules match) only tools governance could let run; a call to any
     # other still meets governance and gets its precise denial.
     offered = [n for n in names if (tool := registry.get(n)) is None or service.permits(tool)]

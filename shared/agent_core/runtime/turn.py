@@ -14,12 +14,10 @@ from agent_core.domain.ids import new_chat_id, new_run_id, now_ms, sortable_id
 from agent_core.domain.jobs import CompactJob
 from agent_core.domain.models import Chat, Kind, Message, Profile, Role, Run, RunStatus, Summary, TurnResult
 from agent_core.domain.session_plan import SessionPlan
-from agent_core.domain.text import utf8_size
+from agent_core.domain.text import chat_name, validate_message
 from agent_core.errors import (
     AgentError,
-    InvalidRequest,
     NotFound,
-    PayloadTooLarge,
     RunInProgress,
     ServiceUnavailable,
 )
@@ -29,14 +27,13 @@ from agent_core.memory.profile import profile_block
 from agent_core.memory.recall import recall_block
 from agent_core.memory.session_rules import plan_session
 from agent_core.runtime.agents import AgentDefinition
+from agent_core.runtime.approvals import ApprovalMode, DecidedCall
 from agent_core.runtime.interrupted import settle_interrupted_run
 from agent_core.runtime.release import release_failed_run
 from agent_core.store.base import DuplicateRequest, RecentMessages, SessionChanged
 from agent_core.store.retry import retry_write, write_backoff
 from agent_core.usage.budget import Reservation
 from agent_core.usage.meter import Admission
-
-CHAT_NAME_CHARS = 30
 
 
 @dataclass
@@ -59,6 +56,11 @@ class TurnRequest:
     # names: no USER message is written, the model is called with the results last, `message` is unused ('').
     continuation: bool = False
     input_checked: bool = False  # the wire already ran the agent's input guardrail over the message
+    # How a call that needs approval waits: "wait" pauses the run on its WAIT item (native: POST /api/ap/submit);
+    # "hand_over" ends the run with the request, like a client tool, and a later request brings the decision.
+    approvals: ApprovalMode = "wait"
+    # Calls handed over for approval and decided since (the continuation runs them first, as decided).
+    decided: tuple[DecidedCall, ...] = ()
 
     @property
     def stored_message(self) -> str | None:
@@ -103,19 +105,6 @@ class PreparedTurn:
         return self.at_ms + (time.monotonic_ns() - self._started_ns) // 1_000_000
 
     _started_ns: int = field(default_factory=time.monotonic_ns)
-
-
-def validate_message(message: str, max_bytes: int) -> str:
-    if not message or not message.strip():
-        raise InvalidRequest("message must not be blank", param="message", code="blank_message")
-    if utf8_size(message, "message") > max_bytes:
-        raise PayloadTooLarge(f"message exceeds {max_bytes} bytes (UTF-8)", param="message")
-    return message
-
-
-def chat_name(message: str) -> str:
-    """The first 30 code points of the trimmed message."""
-    return message.strip()[:CHAT_NAME_CHARS]
 
 
 async def _open_chat(

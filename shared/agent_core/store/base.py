@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from agent_core.domain.models import (
+    ApprovalDecision,
     Chat,
     DailySummary,
     Message,
@@ -133,13 +134,21 @@ class TurnStore(Protocol):
 
 
 class WaitStore(Protocol):
-    """Frontend tool calls waiting for the browser's params (POST /api/ap/submit)."""
+    """Runs waiting on a person (POST /api/ap/submit): a frontend tool call's params, a tool call's approval."""
 
     async def create_wait(self, wait: Wait) -> None: ...
 
     async def get_wait(self, run_id: str, tool_id: str) -> Wait | None: ...
 
     async def submit_wait(self, run_id: str, tool_id: str, user_id: str, params: object, now_s: int) -> bool: ...
+
+    async def decide_wait(self, run_id: str, tool_id: str, decision: ApprovalDecision) -> bool:
+        """Record an approval's decision: True only for the one answer that decided it (the user's, in time)."""
+        ...
+
+    async def expire_wait(self, run_id: str, tool_id: str) -> bool:
+        """A waiting call's time ran out: True when it was still waiting (no answer will now match)."""
+        ...
 
     async def close_wait(self, run_id: str, tool_id: str) -> None:
         """A waiting call no longer accepts a submit (its run ended); a submitted one stays as it is."""

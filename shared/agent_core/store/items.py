@@ -28,6 +28,7 @@ from agent_core.domain.models import (
     SessionSummary,
     Summary,
     Wait,
+    WaitKind,
 )
 from agent_core.store.schema import GSI1, GSI2, GSI3, PK, SHARDS, SK, TTL_ATTRIBUTE, shard
 from agent_core.store.table import Item, Key
@@ -289,7 +290,8 @@ _POINTER = Shape(RunPointer, keyed=lambda item: {"run_id": _strip("RUN#")(item)}
 _WAIT = Shape(
     Wait,
     keyed=lambda item: {"run_id": _strip("RUN#")(item), "tool_id": _strip(WAIT_PREFIX, SK)(item)},
-    text=("params",),
+    text=("params", "args"),
+    sparse=("tool_name", "reason", "decision_reason", "decided_by", "decided_at"),
 )
 _SUMMARY = Shape(Summary, keyed=lambda item: {"chat_id": _strip("CHAT#")(item)})
 _SESSION = Shape(
@@ -348,7 +350,11 @@ def pointer_from_item(item: Item) -> RunPointer:
 
 
 def wait_to_item(wait: Wait) -> Item:
-    return _WAIT.dump(wait, wait_key(wait.run_id, wait.tool_id))
+    item = _WAIT.dump(wait, wait_key(wait.run_id, wait.tool_id))
+    if wait.kind == WaitKind.FRONTEND:  # a frontend call's item keeps the shape it had before approvals
+        item.pop("kind", None)
+        item.pop("approved", None)
+    return item
 
 
 def wait_from_item(item: Item) -> Wait:

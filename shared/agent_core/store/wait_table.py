@@ -1,14 +1,14 @@
-"""The WaitStore role on the Table port: frontend tool calls waiting for the browser's params."""
+"""The WaitStore role on the Table port: runs waiting on a person (a frontend call's params, an approval)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 
-from agent_core.domain.models import Wait, WaitStatus
+from agent_core.domain.models import ApprovalDecision, Wait, WaitKind, WaitStatus
 from agent_core.store import items as it
 from agent_core.store.base import WaitStore
-from agent_core.store.table import Condition, ConditionFailed, Key, Table, Update, eq, gt
+from agent_core.store.table import Condition, ConditionFailed, Key, Table, Update, eq, gt, not_exists
 from agent_core.store.table_role import TableRole
 
 
@@ -33,11 +33,45 @@ class WaitTable(TableRole, WaitStore):
         await close_waiting(self.table, it.wait_key(run_id, tool_id))
 
     async def submit_wait(self, run_id: str, tool_id: str, user_id: str, params: object, now_s: int) -> bool:
-        """Flip a waiting call to submitted: only its user, only once, only before it expires."""
+        """Flip a waiting frontend call to submitted: only its user, only once, only before it expires."""
         condition = Condition.of(eq("status", WaitStatus.WAITING.value), eq("userId", user_id), gt("expiresAt", now_s))
+        condition = condition.any_of(not_exists("kind"), eq("kind", WaitKind.FRONTEND.value))
         update = Update(set={"status": WaitStatus.SUBMITTED.value, "params": json.dumps(params, ensure_ascii=False)})
         try:
             await self.table.update(it.wait_key(run_id, tool_id), update, condition)
+        except ConditionFailed:
+            return False
+        return True
+
+    async def decide_wait(self, run_id: str, tool_id: str, decision: ApprovalDecision) -> bool:
+        """Decide a waiting approval: only its user, only once, only before it expires (or the run expires it)."""
+        condition = Condition.of(
+            eq("status", WaitStatus.WAITING.value),
+            eq("kind", WaitKind.APPROVAL.value),
+            eq("userId", decision.by),
+            gt("expiresAt", decision.at_ms // 1000),
+        )
+        decided: dict[str, object] = {
+            "status": WaitStatus.SUBMITTED.value,
+            "approved": decision.approved,
+            "decidedBy": decision.by,
+            "decidedAt": decision.at_ms,
+        }
+        if decision.reason:
+            decided["decisionReason"] = decision.reason
+        try:
+            await self.table.update(it.wait_key(run_id, tool_id), Update(set=decided), condition)
+        except ConditionFailed:
+            return False
+        return True
+
+    async def expire_wait(self, run_id: str, tool_id: str) -> bool:
+        """The run's time for an answer ran out: a waiting call becomes expired (False: it was answered first)."""
+        expired = Update(set={"status": WaitStatus.EXPIRED.value})
+        try:
+            await self.table.update(
+                it.wait_key(run_id, tool_id), expired, Condition.of(eq("status", WaitStatus.WAITING.value))
+            )
         except ConditionFailed:
             return False
         return True

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from pydantic import BaseModel
 
 from agent_core.config import Settings
+from agent_core.domain.approval import ApprovalOutcome
 from agent_core.memory.long_term import LongTermMemory
 from agent_core.store.base import MemoryReader
 from agent_core.store.blob import BlobStore
@@ -23,6 +24,12 @@ class FrontendBridge(Protocol):
     """How a frontend tool waits for the browser's answer (POST /api/ap/submit)."""
 
     async def await_submit(self, tool_call_id: str, timeout_ms: int) -> dict[str, Any] | None: ...
+
+
+class ApprovalGate(Protocol):
+    """How a call that needs approval waits for a person's decision (POST /api/ap/submit {approve})."""
+
+    async def await_decision(self, tool_call_id: str, timeout_ms: int) -> ApprovalOutcome: ...
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,7 @@ class ToolContext:
     tool_call_id: str = ""
     blobs: BlobStore | None = None
     frontend: FrontendBridge | None = None
+    approvals: ApprovalGate | None = None  # None: no call may wait for approval here (it is denied)
     memory: MemoryReader | None = None  # the user's memory, read-only (the memory tools)
     records: LongTermMemory | None = None  # the user's long-term memory records (search_memory)
     public_base_url: str = ""  # where clients reach the API (no trailing slash); '' for root-relative links

@@ -14,6 +14,7 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from pydantic import ValidationError
 
 from agent_core.config import Settings
+from agent_core.domain.approval import ApprovalOutcome, ApprovalPolicy, parse_policy, strictest
 from agent_core.domain.models import ToolCall, ToolStatus
 from agent_core.observability import NAMESPACE, logger, write_audit_line
 from agent_core.tools.base import Tool, ToolContext, ToolFailure
@@ -33,6 +34,7 @@ class ToolExecution:
     output: Any = None
     message: str = ""
     duration_ms: int = 0
+    approval: ApprovalOutcome | None = None  # how the call's approval ended, when it needed one
 
     def model_content(self) -> str:
         """The TOOL message content: the output, or an error object naming status and reason."""
@@ -66,11 +68,20 @@ class ToolService:
         self.settings = settings
         self._audit = audit or write_audit_line
         self.allowed: set[str] | None = None  # an agent's tool list; None: every registered tool
+        # Approval policies by tool name: the deployment's (AGENT_TOOL_APPROVAL), then an agent's.
+        self.approvals: dict[str, list[ApprovalPolicy]] = {
+            name: [parse_policy(spec)] for name, spec in settings.tool_approval.items()
+        }
 
-    def scoped(self, registry: ToolRegistry, allowed: set[str]) -> ToolService:
-        """The same governance over an agent's registry, allowing only the agent's tools."""
+    def scoped(
+        self, registry: ToolRegistry, allowed: set[str], approvals: dict[str, ApprovalPolicy] | None = None
+    ) -> ToolService:
+        """The same governance over an agent's registry, allowing only the agent's tools, with its policies."""
         service = ToolService(registry, self.settings, self._audit)
         service.allowed = allowed
+        service.approvals = {name: list(policies) for name, policies in self.approvals.items()}
+        for name, policy in (approvals or {}).items():
+            service.approvals.setdefault(name, []).append(policy)
         return service
 
     def permits(self, tool: Tool) -> bool:
@@ -79,17 +90,42 @@ class ToolService:
         allowed = "*" in s.tools_allowed or tool.name in s.tools_allowed
         return allowed and _granted(tool.permissions, s.permissions_granted)
 
+    def gated(self, name: str) -> bool:
+        """Whether some call of this tool may wait for approval (a policy other than `never`)."""
+        return any(policy.gated for policy in self.approvals.get(name, []))
+
+    def approval_reason(self, call: ToolCall) -> str | None:
+        """Why this call needs a person's approval before it runs, or None: it runs (or is refused) without.
+
+        A call governance refuses anyway (not allowed, invalid arguments ...) is never put to a person.
+        """
+        if not self.gated(call.name):
+            return None
+        admitted = self._admit(call, self.registry.get(call.name))
+        return None if isinstance(admitted, ToolExecution) else self._reason(call.name, admitted[1])
+
+    def _reason(self, name: str, raw_args: Any) -> str | None:
+        return strictest(name, raw_args, self.approvals.get(name, []))
+
     async def execute(self, call: ToolCall, ctx: ToolContext) -> ToolExecution:
         started = time.perf_counter()
         tool = self.registry.get(call.name)
-        with tool_span(call.name, call.id, tool.kind if tool is not None else None) as span:
-            execution = await self._governed(call, tool, ctx)
-            tool_outcome(span, execution.status.value, execution.reason)
+        approval: list[ApprovalOutcome] = []
+        try:
+            with tool_span(call.name, call.id, tool.kind if tool is not None else None) as span:
+                execution = await self._governed(call, tool, ctx, approval)
+                tool_outcome(span, execution.status.value, execution.reason)
+        except asyncio.CancelledError:
+            if approval and approval[0].decision == "cancelled":  # the run ended while the call awaited a person
+                cancelled = ToolExecution(call, ToolStatus.DENIED, "approval_cancelled", approval=approval[0])
+                self._record(cancelled, tool, ctx)
+            raise
         execution.duration_ms = int((time.perf_counter() - started) * 1000)
         self._record(execution, tool, ctx)
         return execution
 
-    async def _governed(self, call: ToolCall, tool: Tool | None, ctx: ToolContext) -> ToolExecution:
+    def _admit(self, call: ToolCall, tool: Tool | None) -> ToolExecution | tuple[Any, Any]:
+        """The governance before a call may run: its parsed and raw arguments, or the refusal."""
         s = self.settings
         if tool is None:
             return ToolExecution(call, ToolStatus.ERROR, "not_registered", message=f"no tool named {call.name!r}")
@@ -106,10 +142,53 @@ class ToolService:
         if len(raw.encode("utf-8")) > s.tool_max_input_bytes:
             return ToolExecution(call, ToolStatus.ERROR, "input_too_large", message="arguments exceed the input limit")
         try:
-            args = tool.parse_args(json.loads(raw))
+            raw_args = json.loads(raw)
+            return tool.parse_args(raw_args), raw_args
         except (ValueError, ValidationError) as exc:
             return ToolExecution(call, ToolStatus.ERROR, "invalid_arguments", message=str(exc)[:500])
+
+    async def _approved(
+        self, call: ToolCall, asked: str, ctx: ToolContext, approval: list[ApprovalOutcome]
+    ) -> ToolExecution | None:
+        """Wait for a person's decision: None when approved, else the refusal the model is told."""
+        approval.append(ApprovalOutcome("cancelled", asked))
+        timeout_ms = self.settings.tool_approval_timeout_ms
+        if ctx.approvals is None:
+            outcome = ApprovalOutcome("unavailable", asked)
+        else:
+            outcome = dataclasses.replace(await ctx.approvals.await_decision(call.id, timeout_ms), asked=asked)
+        approval[0] = outcome
+        if outcome.decision == "approved":
+            return None
+        if outcome.decision == "denied":
+            said = f": {outcome.reason}" if outcome.reason else ""
+            message = f"the user denied this call{said}; it did not run"
+            return ToolExecution(call, ToolStatus.DENIED, "approval_denied", message=message, approval=outcome)
+        if outcome.decision == "timeout":
+            message = f"nobody approved this call within {timeout_ms} ms; it did not run"
+            return ToolExecution(call, ToolStatus.TIMEOUT, "approval_timeout", message=message, approval=outcome)
+        message = f"this call needs approval ({asked}), which cannot be given here; it did not run"
+        return ToolExecution(call, ToolStatus.DENIED, f"approval_{outcome.decision}", message=message, approval=outcome)
+
+    async def _governed(
+        self, call: ToolCall, tool: Tool | None, ctx: ToolContext, approval: list[ApprovalOutcome]
+    ) -> ToolExecution:
+        s = self.settings
+        admitted = self._admit(call, tool)
+        if isinstance(admitted, ToolExecution):
+            return admitted
+        assert tool is not None
+        args, raw_args = admitted
+        asked = self._reason(tool.name, raw_args)
+        if asked is not None and (refused := await self._approved(call, asked, ctx, approval)) is not None:
+            return refused
         timeout_ms = tool.effective_timeout_ms(s)
+        execution = await self._run(call, tool, args, ctx, timeout_ms)
+        execution.approval = approval[0] if approval else None
+        return execution
+
+    async def _run(self, call: ToolCall, tool: Tool, args: Any, ctx: ToolContext, timeout_ms: int) -> ToolExecution:
+        s = self.settings
         try:
             async with asyncio.timeout(timeout_ms / 1000):
                 output = await tool.run(args, dataclasses.replace(ctx, tool_call_id=call.id))
@@ -140,6 +219,7 @@ class ToolService:
                 "status": execution.status.value,
                 "reason": execution.reason,
                 "durationMs": execution.duration_ms,
+                **({"approval": execution.approval.audit()} if execution.approval is not None else {}),
             }
         )
         if execution.status != ToolStatus.OK:

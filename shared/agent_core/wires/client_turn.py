@@ -17,8 +17,9 @@ from typing import Any
 from agent_core.container import RunDeps
 from agent_core.domain.ids import now_ms, sortable_id
 from agent_core.domain.models import Chat, Role
+from agent_core.domain.text import chat_name
 from agent_core.errors import AgentError
-from agent_core.runtime.turn import PreparedTurn, chat_name
+from agent_core.runtime.turn import PreparedTurn
 from agent_core.store.base import ChatStore
 from agent_core.wires.input import (
     FunctionToolParam,

@@ -13,9 +13,9 @@ from agent_core.api.schemas import PathId
 from agent_core.context import AppContext
 from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.models import Chat, Message, Role
+from agent_core.domain.text import chat_name
 from agent_core.errors import NotFound
 from agent_core.runtime.chat_deletion import delete_chat_completely
-from agent_core.runtime.turn import chat_name
 from agent_core.wires.input import ParsedInput, WireModel, parse_input
 from agent_core.wires.responses.items import ListQuery, conversation_items, list_page
 from agent_core.wires.responses.request import Metadata

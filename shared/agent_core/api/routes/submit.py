@@ -1,10 +1,14 @@
-"""POST /api/ap/submit: a browser answers a frontend tool (submit function; imports no LLM code)."""
+"""POST /api/ap/submit: a person answers a run's wait (submit function; imports no LLM code).
+
+A frontend tool's answer is its `params`; a tool call's approval is `approve` (true or false) with an optional
+`reason`. The WAIT item's conditional update decides each wait once; only a refused answer reads why.
+"""
 
 from __future__ import annotations
 
 import json
 import time
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from fastapi import APIRouter, Depends
 from pydantic import Field
@@ -13,43 +17,101 @@ from agent_core.api.deps import app_context, current_user
 from agent_core.api.openapi import error_responses
 from agent_core.api.schemas import RequestBody
 from agent_core.context import AppContext
-from agent_core.domain.models import RunStatus
+from agent_core.domain.models import ApprovalDecision, RunStatus, WaitKind, WaitStatus
 from agent_core.domain.text import utf8_size
-from agent_core.errors import PayloadTooLarge
+from agent_core.errors import InvalidRequest, PayloadTooLarge
+from agent_core.store.base import TurnStore, WaitStore
 
 router = APIRouter(prefix="/api/ap", tags=["submit"])
 
 Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
 UNMATCHED = {"accepted": False, "status": "unmatched"}
+ACCEPTED = {"accepted": True, "status": "accepted"}
 
 
 class SubmitIn(RequestBody):
     run_id: str = Field(min_length=1, max_length=64)
     tool_id: str = Field(min_length=1, max_length=128)
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] | None = None  # a frontend tool's result
+    approve: bool | None = None  # an approval's decision
+    reason: str | None = Field(None, max_length=2000)  # why (an approval's decision only)
+
+
+class SubmitStore(Protocol):
+    """What answering a wait uses of the store: its waits and its runs (RunDeps has both roles)."""
+
+    waits: WaitStore
+    turns: TurnStore
 
 
 @router.post("/submit", responses=error_responses(401, 413, 422))
 async def submit(body: SubmitIn, ctx: Ctx, user: User) -> dict[str, Any]:
-    """200 accepted; 200 `accepted: false` with the run's status when it ended or is being cancelled; else
-    200 unmatched (unknown run or tool, answered, expired, another user's): ids leak nothing."""
+    """200 accepted; 200 `accepted: false` with why otherwise: the run's status when it ended or is being
+    cancelled, `already_decided` / `expired` for an approval, `unmatched` (unknown run or tool, another
+    user's): ids leak nothing. 422 `approval_expected` (params for an approval) / `params_expected`
+    (approve for a frontend tool)."""
+    store = ctx.deps
+    if body.approve is not None and body.params is not None:
+        raise InvalidRequest("give params (a frontend tool) or approve (an approval), not both", param="approve")
+    if body.reason is not None and body.approve is None:
+        raise InvalidRequest("reason goes with approve (an approval's decision)", param="reason")
+    if body.approve is not None:
+        decision = ApprovalDecision(
+            approved=body.approve, by=user, at_ms=int(time.time() * 1000), reason=body.reason or ""
+        )
+        return await answer_approval(store, body.run_id, body.tool_id, decision)
+    params = body.params or {}
     limit = ctx.settings.max_message_bytes
-    if utf8_size(json.dumps(body.params, ensure_ascii=False), "params") > limit:
+    if utf8_size(json.dumps(params, ensure_ascii=False), "params") > limit:
         raise PayloadTooLarge(f"params exceed {limit} bytes (UTF-8 JSON)", param="params")
+    return await answer_params(store, body.run_id, body.tool_id, user, params)
+
+
+async def answer_params(store: SubmitStore, run_id: str, tool_id: str, user: str, params: object) -> dict[str, Any]:
+    """A frontend tool's params: one UpdateItem resumes the run; a refusal says why."""
     now_s = int(time.time())
-    # The WAIT item's condition decides (a cancel closes the run's waits after flagging the run), so the
-    # answer that resumes a run costs one UpdateItem; only a refused submit reads why.
-    if await ctx.deps.waits.submit_wait(body.run_id, body.tool_id, user, body.params, now_s):
-        return {"accepted": True, "status": "accepted"}
-    pointer = await ctx.deps.turns.get_run_pointer(body.run_id, now_s)
+    if await store.waits.submit_wait(run_id, tool_id, user, params, now_s):
+        return ACCEPTED
+    return await _refused(store, run_id, tool_id, user, now_s, WaitKind.FRONTEND)
+
+
+async def answer_approval(store: SubmitStore, run_id: str, tool_id: str, decision: ApprovalDecision) -> dict[str, Any]:
+    """An approval's decision: only the answer whose conditional update flips the WAIT item decides."""
+    if await store.waits.decide_wait(run_id, tool_id, decision):
+        return ACCEPTED
+    return await _refused(store, run_id, tool_id, decision.by, decision.at_ms // 1000, WaitKind.APPROVAL)
+
+
+async def _refused(
+    store: SubmitStore, run_id: str, tool_id: str, user: str, now_s: int, kind: WaitKind
+) -> dict[str, Any]:
+    wait = await store.waits.get_wait(run_id, tool_id)
+    if wait is not None and wait.user_id == user:
+        if wait.kind != kind:
+            if wait.kind == WaitKind.APPROVAL:
+                raise InvalidRequest(
+                    "this call waits for an approval: send approve, not params",
+                    param="params",
+                    code="approval_expected",
+                )
+            raise InvalidRequest(
+                "this call waits for a frontend tool's params, not an approval", param="approve", code="params_expected"
+            )
+        if kind == WaitKind.APPROVAL and wait.status == WaitStatus.SUBMITTED:
+            return {"accepted": False, "status": "already_decided", "approved": bool(wait.approved)}
+        if kind == WaitKind.APPROVAL and (wait.status == WaitStatus.EXPIRED or wait.expires_at <= now_s):
+            return {"accepted": False, "status": "expired"}
+    pointer = await store.turns.get_run_pointer(run_id, now_s)
     if pointer is None or pointer.user_id != user:
         return UNMATCHED
-    run = await ctx.deps.turns.get_run(pointer.chat_id, pointer.run_id)
+    run = await store.turns.get_run(pointer.chat_id, pointer.run_id)
     if run is None:
         return UNMATCHED
     if run.status != RunStatus.RUNNING:
         return {"accepted": False, "status": run.status.value}
     if run.cancel_requested:
         return {"accepted": False, "status": "cancelling"}
+    if wait is not None and wait.user_id == user and wait.status == WaitStatus.CANCELLED:
+        return {"accepted": False, "status": "run_ended"}
     return UNMATCHED

@@ -1,0 +1,75 @@
+"""A run's waits on people: frontend tools (the browser's params) and approvals (a yes or no before a call runs).
+
+An approval is a WAIT item of kind `approval`, written before the call's `tool.approval` event is sent (so an
+answer to the event always matches), then polled like a frontend call's. The item's conditional update decides
+it exactly once: the submit that flips it (`decide_wait`), or the run when its time runs out (`expire_wait`);
+a run that loses that race to an answer honours the answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agent_core.domain.approval import ApprovalOutcome, Outcome
+from agent_core.domain.models import ToolCall, WaitKind, WaitStatus
+from agent_core.runtime.frontend import StoreFrontendBridge
+
+# A cancelled wait is not an answer: the cancel that closed it ends the run (its watch cancels the waiting call).
+DECIDED = (WaitStatus.SUBMITTED, WaitStatus.EXPIRED)
+
+ApprovalMode = Literal["wait", "hand_over"]
+
+
+@dataclass(frozen=True)
+class DecidedCall:
+    """A call handed over for approval (its WAIT item holds the call) and decided by a later request."""
+
+    call: ToolCall
+    outcome: ApprovalOutcome
+
+
+class DecidedGate:
+    """The ApprovalGate of a run that never waits (`hand_over`): the calls its request decided, else unavailable."""
+
+    def __init__(self, decided: tuple[DecidedCall, ...]) -> None:
+        self._outcomes = {d.call.id: d.outcome for d in decided}
+
+    async def await_decision(self, tool_call_id: str, timeout_ms: int) -> ApprovalOutcome:
+        return self._outcomes.get(tool_call_id, ApprovalOutcome("unavailable"))
+
+
+class RunWaits(StoreFrontendBridge):
+    """The run's FrontendBridge and ApprovalGate over the WaitStore; `close` ends every wait still open."""
+
+    async def open_approval(
+        self, tool_call_id: str, tool_name: str, args: Any, reason: str, timeout_ms: int, *, handed_over: bool = False
+    ) -> None:
+        """The approval's WAIT item (holding the call); a `handed_over` one outlives the run (a later request
+        decides it), so the run's end does not close it: it expires with its timeout."""
+        wait = self.wait_for(tool_call_id, timeout_ms).model_copy(
+            update={"kind": WaitKind.APPROVAL, "tool_name": tool_name, "args": args, "reason": reason}
+        )
+        if handed_over:
+            await self._store.create_wait(wait)
+        else:
+            await self._create(wait)
+
+    async def await_decision(self, tool_call_id: str, timeout_ms: int) -> ApprovalOutcome:
+        """The person's decision; `timeout` once the run expired the wait unanswered; `cancelled` when a cancel
+        closed it and the time ran out before the run ended; `unavailable` when no wait was opened for the call."""
+        if tool_call_id not in self._open:
+            return ApprovalOutcome("unavailable")
+        wait = await self.await_answer(tool_call_id, timeout_ms, until=DECIDED)
+        if wait is None:
+            if await self._store.expire_wait(self._run_id, tool_call_id):
+                self._open = [t for t in self._open if t != tool_call_id]
+                return ApprovalOutcome("timeout")
+            wait = await self._store.get_wait(self._run_id, tool_call_id)  # an answer won the race: honour it
+            self._open = [t for t in self._open if t != tool_call_id]
+        if wait is None or wait.status == WaitStatus.CANCELLED:
+            return ApprovalOutcome("cancelled")
+        if wait.status == WaitStatus.EXPIRED:
+            return ApprovalOutcome("timeout")
+        decision: Outcome = "approved" if wait.approved is True else "denied"
+        return ApprovalOutcome(decision, by=wait.decided_by, at_ms=wait.decided_at, reason=wait.decision_reason)

@@ -1,0 +1,110 @@
+"""Approval tests' pieces: a real tool that records every execution, an agent gating it, a turn driven in-process
+with a hook answering its events (as a person would)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from agent_core.context import AppContext, build_context
+from agent_core.domain.ids import new_chat_id, now_ms
+from agent_core.domain.models import ApprovalDecision, Chat
+from agent_core.runtime.agents import AgentCatalog, AgentDefinition
+from agent_core.runtime.loop import TurnRunner
+from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
+from agent_core.store.table import Table
+from agent_core.tools.base import Tool, ToolContext
+from tests.support.fake_llm import ScriptedLlm
+from tests.support.fixtures import make_settings
+
+
+class WriteArgs(BaseModel):
+    path: str
+    content: str = ""
+
+
+class RecordingTool(Tool):
+    """`write_note`: executes by appending its call id to `executions` (what exactly-once counts)."""
+
+    name = "write_note"
+    description = "Write a note to a path."
+    args_model = WriteArgs
+    executions: ClassVar[list[str]]
+
+    def __init__(self) -> None:
+        self.executions = []
+
+    async def run(self, args: Any, ctx: ToolContext) -> Any:
+        self.executions.append(ctx.tool_call_id)
+        return {"written": args.path, "bytes": len(args.content)}
+
+
+BIG_NOTES: dict[str, Any] = {"when": {"arg": "content", "sizeOver": 100}, "reason": "notes over 100 bytes"}
+
+
+def approval_context(
+    llm: ScriptedLlm,
+    table: Table,
+    audit: list[dict[str, Any]] | None = None,
+    *,
+    approval: Any = "always",
+    **settings: Any,
+) -> tuple[AppContext, RecordingTool]:
+    """A context whose only agent (`writer`) has the recording tool under `approval`."""
+    context = build_context(
+        make_settings(**settings), table=table, llm=llm, audit=(audit if audit is not None else []).append
+    )
+    tool = RecordingTool()
+    context.deps.tools.registry.register(tool)
+    agent = AgentDefinition(key="writer", name="Writer", tools=[{"name": "write_note", "approval": approval}])
+    context.deps.agents = AgentCatalog([agent])
+    return context, tool
+
+
+OnEvent = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+async def run_writer(
+    context: AppContext, message: str, on_event: OnEvent | None = None, user: str = "u"
+) -> list[dict[str, Any]]:
+    """One turn of `writer`; `on_event` sees each event as it is sent (the run waits while it runs)."""
+    at = now_ms()
+    chat = Chat(chat_id=new_chat_id(), user_id=user, agent_key="writer", created_at=at, last_activity_at=at)
+    await context.deps.chats.create_chat(chat)
+    prepared = await prepare_turn(context.deps, TurnRequest(user_id=user, chat_id=chat.chat_id, message=message))
+    assert isinstance(prepared, PreparedTurn)
+    events: list[dict[str, Any]] = []
+    async for envelope in TurnRunner(prepared).events():
+        event = envelope.wire()
+        events.append(event)
+        if on_event is not None:
+            await on_event(event)
+    return events
+
+
+def decision(approved: bool, user: str = "u", reason: str = "") -> ApprovalDecision:
+    return ApprovalDecision(approved=approved, by=user, at_ms=now_ms(), reason=reason)
+
+
+class SerialClient:
+    """A boto3 client whose calls run one at a time: DynamoDB applies each conditional write atomically, while
+    moto's in-process backend has no lock (two threads' conditional UpdateItem on one item can both pass its
+    condition). Callers stay concurrent: their threads race for the lock in any order."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def serial(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return attr(*args, **kwargs)
+
+        return serial
