@@ -17,11 +17,13 @@ import pytest
 
 import agent_core.store.sqlite_db as sqlite_db_module
 from agent_core.context import build_context
+from agent_core.domain.jobs import CompactJob
 from agent_core.runtime.blocking import run_blocking
 from agent_core.runtime.turn import TurnRequest
 from agent_core.store.item_size import item_size
 from agent_core.store.schema import PK, SK
 from agent_core.store.sqlite_db import SqliteDatabase, WouldBlock
+from agent_core.store.sqlite_jobs import SqliteJobJournal
 from agent_core.store.sqlite_table import SqliteTable
 from tests.support.fake_llm import ScriptedLlm
 from tests.support.fixtures import make_settings
@@ -35,7 +37,8 @@ from tests.support.fixtures import make_settings
 # Since a put that may only create its item is a plain INSERT (the primary key checks `not_exists`), the first
 # transaction no longer reads its three new items (REQ, USER message, RUN) first: 9.
 MAX_SELECTS_PER_TURN = 9
-MAX_READ_TRANSACTIONS_PER_TURN = 1
+# The batch get is now one statement (a UNION ALL of its lookups), its own snapshot: no read transaction.
+MAX_READ_TRANSACTIONS_PER_TURN = 0
 WRITE_TRANSACTIONS_PER_TURN = 2
 # Since the usage ledger, each run also queues one ledger write (the UsageJob, after the answer is stored): one
 # more write transaction, made by the job the test joins, not on the answer's path.
@@ -113,6 +116,19 @@ async def test_a_plain_turn_makes_two_write_transactions_few_reads_and_no_thread
     # And on the writer's connection, reads too: a connection drops its page cache whenever it finds another
     # connection's commit, so a separate reader would read its pages again after every write.
     assert all(connection is db._nowait_writer for connection in trace.connections)
+
+
+async def test_the_job_journal_writes_on_the_loop_without_a_thread_hop(traced: tuple[SqliteDatabase, Trace]) -> None:
+    """The local queue journals every job it is given (a run's usage job on every turn): uncontended, the
+    journal's writes and reads run on the loop's thread, as the table's do."""
+    db, trace = traced
+    journal = SqliteJobJournal(db)
+    entry = await journal.add(CompactJob(chat_id="c_1", model="m"))
+    assert [job for _, job, _ in await journal.pending()] == [CompactJob(chat_id="c_1", model="m")]
+    await journal.done(entry)
+    assert await journal.pending() == []
+    assert trace.count("INSERT INTO JOBS") == 1 and trace.count("DELETE FROM JOBS") == 1
+    assert trace.off_loop() == []
 
 
 def _gives_up_on_the_loop(db: SqliteDatabase) -> asyncio.Event:
