@@ -103,6 +103,29 @@ async def test_transaction_is_all_or_nothing_with_one_reason_per_op(any_table: T
     assert await any_table.get(key("T", "gone")) is None
 
 
+async def test_a_transaction_creating_an_item_that_exists_writes_nothing_and_names_that_op(any_table: Table) -> None:
+    """A create-only put (`not_exists`) on an existing item, between ops whose conditions hold: nothing of the
+    transaction is written, not even the ops before it, and the reasons name that op alone."""
+    await any_table.put({**key("C", "taken"), "v": "old"})
+    await any_table.put({**key("C", "counter"), "n": 1})
+    ops = [
+        Put({**key("C", "fresh"), "v": "1"}, Condition.of(not_exists(PK))),
+        Put({**key("C", "taken"), "v": "new"}, Condition.of(not_exists(PK))),
+        UpdateOp(key("C", "counter"), Update(add={"n": 1}), Condition.of(exists(PK))),
+        Put({**key("C", "plain"), "v": "1"}),
+    ]
+    with pytest.raises(TransactionFailed) as failed:
+        await any_table.transact(ops)
+    assert failed.value.reasons == [None, "ConditionalCheckFailed", None, None]
+    assert await any_table.get(key("C", "fresh")) is None
+    assert await any_table.get(key("C", "plain")) is None
+    assert await any_table.get(key("C", "taken")) == {**key("C", "taken"), "v": "old"}
+    assert await any_table.get(key("C", "counter")) == {**key("C", "counter"), "n": 1}
+    with pytest.raises(ConditionFailed):
+        await any_table.put({**key("C", "taken"), "v": "new"}, Condition.of(not_exists(SK)))
+    assert await any_table.get(key("C", "taken")) == {**key("C", "taken"), "v": "old"}
+
+
 async def test_batch_get_and_batch_delete(any_table: Table) -> None:
     for sk in ("a", "b", "c"):
         await any_table.put({**key("B", sk), "v": sk})

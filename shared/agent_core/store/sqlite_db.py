@@ -1,7 +1,8 @@
 """One SQLite database file for the embedded local store: connections, the schema, and transactions.
 
-WAL mode, so readers never wait for the writer: each thread reads on its own connection, and every write
-runs on one writer connection under a lock, inside `BEGIN IMMEDIATE` (which also takes SQLite's own write
+WAL mode, so readers never wait for the writer: each thread reads on its own connection (on the event loop,
+the writer's own when no write is under way: its page cache is the one still warm), and every write runs on
+one writer connection under a lock, inside `BEGIN IMMEDIATE` (which also takes SQLite's own write
 lock, so a second process on the same file, e.g. `agent-core jobs` beside `agent-core serve`, waits its
 turn instead of failing).
 
@@ -12,7 +13,8 @@ run again in a worker thread, where it may wait. An uncontended store operation 
 under a millisecond) therefore costs no thread hops: on a busy machine each hop is a wake-up that may queue
 behind other processes for milliseconds. Commits are unchanged (same journal mode, same `synchronous`), so
 what was durable is durable. The non-waiting writer connection never checkpoints inside a commit (the
-checkpoint syncs the files); a background thread does, every `CHECKPOINT_EVERY` commits.
+checkpoint syncs the files); a background thread does, every `CHECKPOINT_EVERY` commits, and lets the WAL
+start over (see `checkpoint`).
 """
 
 from __future__ import annotations
@@ -134,23 +136,37 @@ class SqliteDatabase:
             raise WouldBlock(str(error)) from error
 
     @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection a read runs on. A non-waiting read takes the writer's connection when the write lock is
+        free (holding the lock while it reads, so it never sees a write in progress): a connection drops its
+        whole page cache when it finds that another connection has committed since its last transaction, and the
+        writer commits every turn, so the writer's cache is the warm one. Otherwise this thread's reader."""
+        if self._nowait() and self._write_lock.acquire(blocking=False):
+            try:
+                yield self._nowait_writer
+            finally:
+                self._write_lock.release()
+        else:
+            yield self._reader()
+
+    @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
-        """One read transaction (a consistent snapshot) on this thread's connection."""
-        connection = self._reader()
-        connection.execute("BEGIN")
-        try:
-            yield connection
-        except sqlite3.OperationalError as error:
-            self._would_block(error)
-            raise
-        finally:
-            connection.execute("COMMIT")
+        """One read transaction (a consistent snapshot)."""
+        with self._reading() as connection:
+            connection.execute("BEGIN")
+            try:
+                yield connection
+            except sqlite3.OperationalError as error:
+                self._would_block(error)
+                raise
+            finally:
+                connection.execute("COMMIT")
 
     def select(self, sql: str, args: Any = ()) -> list[Any]:
-        """The rows of one SELECT on this thread's connection: one statement is its own snapshot, so it needs
-        no BEGIN / COMMIT around it."""
+        """The rows of one SELECT: one statement is its own snapshot, so it needs no BEGIN / COMMIT around it."""
         try:
-            return self._reader().execute(sql, args).fetchall()
+            with self._reading() as connection:
+                return connection.execute(sql, args).fetchall()
         except sqlite3.OperationalError as error:
             self._would_block(error)
             raise
@@ -204,14 +220,28 @@ class SqliteDatabase:
             threading.Thread(target=self.checkpoint, name="sqlite-checkpoint", daemon=True).start()
 
     def checkpoint(self) -> None:
-        """Copy the WAL's committed pages into the database file (PASSIVE: never waits for readers or the
-        writer), as SQLite's automatic checkpoint would; on a connection of its own, closed after."""
+        """Copy the WAL's committed pages into the database file, as SQLite's automatic checkpoint would, and
+        start the WAL over; on a connection of its own that never waits for a lock, closed after.
+
+        First PASSIVE while this process's writers go on: the bulk of the copy and its syncs. SQLite starts the
+        log over only when a writer finds every frame of it copied, which never happens while commits keep
+        coming (a checkpoint ends behind the commits made during it), so under steady load the WAL would grow
+        without bound, every frame an append to the file, and a connection that does checkpoint in its commits
+        (the waiting writer) would checkpoint in each. So then, holding the write lock (a short pause: this
+        process's writes wait in a worker meanwhile), a RESTART copies the few frames appended since and
+        resets the log. Busy (another process writes, a reader is on an older snapshot), it leaves the log as
+        it is until the next time."""
         with self._checkpointing:
             if self._closed:
                 return
-            connection = self._connect()
+            connection = self._connect(timeout=0.0)
             try:
                 connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                with self._write_lock:
+                    connection.execute("PRAGMA wal_checkpoint(RESTART)")
+            except sqlite3.OperationalError as error:
+                if not _is_busy(error):
+                    raise
             finally:
                 with self._connections_lock:
                     self._connections.remove(connection)

@@ -1,9 +1,10 @@
 """The local work queue's journal in the embedded database: a job is a row from enqueue until it has run,
-so jobs enqueued before a restart (or a crash) run at the next start."""
+so jobs enqueued before a restart (or a crash) run at the next start. Each operation runs through
+`SqliteDatabase.run`, on the event loop's thread unless it would wait (a run's usage job is journalled on
+every turn: no thread hop for it)."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from agent_core.domain.jobs import Job, dump_job, parse_job
@@ -22,14 +23,14 @@ class SqliteJobJournal:
             return int(cursor.lastrowid or 0)
 
     async def add(self, job: Job, delay_s: float = 0) -> int:
-        return await asyncio.to_thread(self._add, job, time.time() + delay_s)
+        return await self.db.run(self._add, job, time.time() + delay_s)
 
     def _done(self, entry: int) -> None:
         with self.db.write() as connection:
             connection.execute("DELETE FROM jobs WHERE id = ?", (entry,))
 
     async def done(self, entry: int) -> None:
-        await asyncio.to_thread(self._done, entry)
+        await self.db.run(self._done, entry)
 
     def _pending(self) -> list[tuple[int, Job, float]]:
         with self.db.read() as connection:
@@ -38,4 +39,4 @@ class SqliteJobJournal:
 
     async def pending(self) -> list[tuple[int, Job, float]]:
         """Every job not yet run, oldest first, with its due time (epoch seconds)."""
-        return await asyncio.to_thread(self._pending)
+        return await self.db.run(self._pending)

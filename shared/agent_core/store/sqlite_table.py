@@ -5,11 +5,14 @@ transaction as the write; a transaction is all or nothing and reports one cancel
 queries read one partition (or one GSI key) in sort-key order, with limits and exclusive start keys.
 Items are stored as JSON; attributes whose value is None are not stored (as the DynamoDB adapter drops them).
 Every operation runs through `SqliteDatabase.run` (on the caller's thread unless it would wait), and a read
-of one statement (a get, a query) is that statement alone (no BEGIN / COMMIT around it).
+of one statement (a get, a query) is that statement alone (no BEGIN / COMMIT around it). A put that may only
+create its item (`not_exists` on a key) is a plain INSERT, the primary key checking the condition, with no
+read before it; a transaction that writes each item once (as DynamoDB requires) does the same.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import time
@@ -62,14 +65,25 @@ def _checked_size(item: Item, data: str | None = None) -> Item:
 
 
 _COLUMNS = ["pk", "sk", "data", *(c for i in INDEXES for c in (i.pk, i.sk)), "ttl"]
-_UPSERT = f"INSERT OR REPLACE INTO items ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
+_INSERT = f"INSERT INTO items ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
+_UPSERT = _INSERT.replace("INSERT", "INSERT OR REPLACE", 1)
 _SELECT = "SELECT data FROM items WHERE pk = ? AND sk = ?"
 _DELETE = "DELETE FROM items WHERE pk = ? AND sk = ?"
+_BATCH_GET_KEYS = 100  # DynamoDB's BatchGetItem limit; well under SQLite's 500 terms of a compound SELECT
+
+
+@functools.cache
+def _batch_select(keys: int) -> str:
+    return " UNION ALL ".join([_SELECT] * keys)
+
+
+# One encoder for every row (`json.dumps` with options builds a new one per call).
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def _row(item: Item) -> tuple[Any, ...]:
     """The column values of an item: its keys, its JSON, its GSI keys (only when both are strings), its TTL."""
-    data = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+    data = _encode(item)
     _checked_size(item, data)
     values: list[Any] = [item[PK], item[SK], data]
     for index in INDEXES:
@@ -92,6 +106,20 @@ def _load(data: str) -> Item:
 
 def _key_of(op: WriteOp) -> tuple[str, str]:
     return (op.item[PK], op.item[SK]) if isinstance(op, Put) else (op.key[PK], op.key[SK])
+
+
+def _only_if_absent(condition: Condition | None) -> bool:
+    """Whether `condition` holds exactly when the item does not exist (`not_exists` on a key attribute, which
+    every stored item has): then a plain INSERT checks it, the primary key refusing an existing item."""
+    if condition is None or len(condition.clauses) != 1 or len(condition.clauses[0]) != 1:
+        return False
+    atom = condition.clauses[0][0]
+    return atom.op == "not_exists" and atom.attr in (PK, SK)
+
+
+class _Recheck(Exception):
+    """A condition failed (or an INSERT met an existing item) in the fast path: the transaction, rolled back,
+    runs again on the checked path, which reports one reason per op."""
 
 
 class SqliteTable:
@@ -118,11 +146,15 @@ class SqliteTable:
         return await self._run(self._get, key)
 
     def _batch_get(self, keys: list[Key]) -> list[Item]:
-        # One read transaction with a lookup per key: cheaper than a statement per key on its own (each would
-        # take and release the WAL read lock) and than one join on a VALUES list (measured).
-        with self.db.read() as connection:
-            found = [self._fetch(connection, (k[PK], k[SK])) for k in keys]
-        return [i for i in found if i is not None]
+        # One statement of one lookup per key (UNION ALL), so one snapshot without BEGIN / COMMIT: cheaper than
+        # a read transaction of a statement per key, than a statement per key on its own (each takes and
+        # releases the WAL read lock), and than one join on a VALUES list (measured).
+        found: list[Item] = []
+        for start in range(0, len(keys), _BATCH_GET_KEYS):
+            chunk = keys[start : start + _BATCH_GET_KEYS]
+            args = [part for k in chunk for part in (k[PK], k[SK])]
+            found += [_load(row[0]) for row in self.db.select(_batch_select(len(chunk)), args)]
+        return found
 
     async def batch_get(self, keys: list[Key]) -> list[Item]:
         return await self._run(self._batch_get, keys) if keys else []
@@ -200,6 +232,12 @@ class SqliteTable:
 
     def _put(self, item: Item, condition: Condition | None) -> None:
         with self.db.write() as connection:
+            if _only_if_absent(condition):
+                try:
+                    connection.execute(_INSERT, _row(_stored(item)))
+                except sqlite3.IntegrityError:
+                    raise ConditionFailed(str((item[PK], item[SK]))) from None
+                return
             if condition is not None:
                 self._checked(connection, (item[PK], item[SK]), condition)
             connection.execute(_UPSERT, _row(_stored(item)))
@@ -227,6 +265,50 @@ class SqliteTable:
         await self._run(self._delete, key, condition)
 
     def _transact(self, ops: list[WriteOp]) -> None:
+        keys = [_key_of(op) for op in ops]
+        if len(set(keys)) == len(keys):
+            try:
+                self._transact_inserting(ops, keys)
+                return
+            except _Recheck:
+                pass  # rolled back: nothing was written
+        self._transact_checked(ops)
+
+    def _transact_inserting(self, ops: list[WriteOp], keys: list[tuple[str, str]]) -> None:
+        """The transaction when it writes each item once, as DynamoDB requires: a put that may only create its
+        item is a plain INSERT, whose primary key checks the condition, instead of a SELECT before it; every
+        other condition is checked before anything is written. Raises _Recheck (rolled back) when a condition
+        fails, so that `_transact_checked` reports the reasons."""
+        with self.db.write() as connection:
+            current: dict[tuple[str, str], Item | None] = {}
+            for op, key in zip(ops, keys, strict=True):
+                if op.condition is not None and not (isinstance(op, Put) and _only_if_absent(op.condition)):
+                    current[key] = self._fetch(connection, key)
+                    if not op.condition.holds(current[key]):
+                        raise _Recheck
+            inserts: list[tuple[Any, ...]] = []
+            upserts: list[tuple[Any, ...]] = []
+            deletes: list[tuple[str, str]] = []
+            for op, key in zip(ops, keys, strict=True):
+                if isinstance(op, Put):
+                    (inserts if _only_if_absent(op.condition) else upserts).append(_row(_stored(op.item)))
+                elif isinstance(op, UpdateOp):
+                    before = current[key] if key in current else self._fetch(connection, key)
+                    upserts.append(_row(op.update.apply(before or dict(op.key))))
+                else:
+                    deletes.append(key)
+            # Each item is written once, so the order of the writes does not matter.
+            if inserts:
+                try:
+                    connection.executemany(_INSERT, inserts)
+                except sqlite3.IntegrityError:
+                    raise _Recheck from None
+            if upserts:
+                connection.executemany(_UPSERT, upserts)
+            if deletes:
+                connection.executemany(_DELETE, deletes)
+
+    def _transact_checked(self, ops: list[WriteOp]) -> None:
         with self.db.write() as connection:
             # Every condition is checked against the state before the transaction, as DynamoDB does. An item
             # is read once: for its op's condition, or for its update (DynamoDB allows one op per item).
