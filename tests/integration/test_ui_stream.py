@@ -18,12 +18,13 @@ import pytest
 from agent_core.context import AppContext
 from agent_core.domain.models import Role
 from agent_core.wires.client_turn import client_chat_id
+from tests.support.client_approvals import audit_approvals, expire, gate_writer
 from tests.support.openai_stub import OpenAiStub, StubScript
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / ".build" / "ai-sdk"
+CACHE = ROOT / ".build" / "ai-sdk-6"
 CLIENT = ROOT / "tests" / "support" / "js" / "ui_chat_client.cjs"
-AI_SDK = "ai@5"  # the major version whose UI message stream (v1) this route speaks
+AI_SDK = "ai@6"  # the major version whose UI message stream (v1, with tool approvals) this route speaks
 
 
 @pytest.fixture(scope="session")
@@ -217,3 +218,133 @@ def test_client_tools_are_bounded_and_outputs_must_be_owed(
         refused = httpx.post(api, json=body, headers=auth)
         assert refused.status_code == 422 and refused.json()["error"]["param"] == "messages"
     assert openai_stub.requests == []
+
+
+NOTE = {"path": "notes/today.md", "content": "buy milk"}
+
+
+def _ask_to_write(
+    ai_modules: Path, base_url: str, openai_stub: OpenAiStub, chat_id: str, call_id: str
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """A run whose model calls the gated `write_note`: the question, the assistant message, its approval part."""
+    openai_stub.enqueue(StubScript.tool_calls([{"id": call_id, "name": "write_note", "arguments": NOTE}]))
+    first = _chat(ai_modules, base_url, chat_id, "Write my note")
+    assert first["error"] is None and first["chunks"][-1] == {"type": "finish", "finishReason": "tool-calls"}
+    [part] = [p for p in first["message"]["parts"] if p["type"] == "dynamic-tool"]
+    question = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Write my note"}]}
+    return question, first, part
+
+
+def _answer(message: dict[str, Any], approval_id: str, approved: bool, reason: str | None = None) -> dict[str, Any]:
+    """What ai 6's addToolApprovalResponse does to the message (the part's state and its approval)."""
+    answer = {"id": approval_id, "approved": approved, **({"reason": reason} if reason else {})}
+
+    def updated(part: dict[str, Any]) -> dict[str, Any]:
+        asked = part.get("state") == "approval-requested" and part["approval"]["id"] == approval_id
+        return {**part, "state": "approval-responded", "approval": {**part["approval"], **answer}} if asked else part
+
+    return {**message, "parts": [updated(p) for p in message["parts"]]}
+
+
+def test_a_call_that_needs_approval_ends_the_run_and_the_approval_continues_it_once(
+    ai_modules: Path, base_url: str, openai_stub: OpenAiStub, context: AppContext
+) -> None:
+    audit: list[dict[str, Any]] = []
+    tool = gate_writer(context, audit)
+    # Given a model that calls a tool that needs approval
+    question, first, part = _ask_to_write(ai_modules, base_url, openai_stub, "chat-approve", "call_n")
+    # Then the SDK reads an approval request: the part waits for the person, nothing ran
+    types = _types(first)
+    assert types[-3:] == ["tool-input-available", "tool-approval-request", "finish"]
+    request = first["chunks"][-2]
+    assert request == {"type": "tool-approval-request", "approvalId": "approval-call_n", "toolCallId": "call_n"}
+    assert part["state"] == "approval-requested" and part["approval"] == {"id": "approval-call_n"}
+    assert part["toolName"] == "write_note" and part["input"] == NOTE and tool.executions == []
+    # When the person approves (addToolApprovalResponse) and useChat sends the messages back
+    openai_stub.enqueue(StubScript.text("Noted."))
+    answered = _answer(first["message"], "approval-call_n", True)
+    second = _chat(ai_modules, base_url, "chat-approve", "", messages=[question, answered])
+    # Then useChat would send exactly this; the call ran once, then the model answered from its result
+    assert second["approved"] is True and second["error"] is None
+    assert _types(second)[:2] == ["start", "tool-output-available"] and _types(second)[-1] == "finish"
+    assert second["chunks"][0]["messageId"] == first["message"]["id"]  # the same message goes on
+    [ran] = [p for p in second["message"]["parts"] if p["type"] == "dynamic-tool"]
+    assert ran["state"] == "output-available" and ran["output"] == {"written": "notes/today.md", "bytes": 8}
+    assert ran["approval"]["approved"] is True
+    assert [p.get("text") for p in second["message"]["parts"] if p["type"] == "text"] == ["Noted."]
+    assert tool.executions == ["call_n"]
+    assert openai_stub.requests[-1]["messages"][-1]["role"] == "tool"
+    assert audit_approvals(audit) == [("call_n", "approved")] and audit[-1]["approval"]["by"] == "user-a"
+    # And the same approval again is refused before any work: it was taken once
+    api = base_url.removesuffix("/v1") + "/api/ui-stream"
+    again = httpx.post(
+        api, json={"id": "chat-approve", "messages": [question, answered]}, headers={"Authorization": "Bearer user-a"}
+    )
+    assert again.status_code == 422 and again.json()["error"]["param"] == "messages"
+    assert tool.executions == ["call_n"] and len(openai_stub.requests) == 2
+
+
+def test_a_denied_call_never_runs_and_the_model_reads_the_reason(
+    ai_modules: Path, base_url: str, openai_stub: OpenAiStub, context: AppContext
+) -> None:
+    audit: list[dict[str, Any]] = []
+    tool = gate_writer(context, audit)
+    question, first, _ = _ask_to_write(ai_modules, base_url, openai_stub, "chat-deny", "call_d")
+    openai_stub.enqueue(StubScript.text("I did not write it."))
+    denied = _answer(first["message"], "approval-call_d", False, "not that file")
+    second = _chat(ai_modules, base_url, "chat-deny", "", messages=[question, denied])
+    assert second["error"] is None and _types(second)[:2] == ["start", "tool-output-denied"]
+    [part] = [p for p in second["message"]["parts"] if p["type"] == "dynamic-tool"]
+    assert part["state"] == "output-denied" and part["approval"] == {
+        "id": "approval-call_d",
+        "approved": False,
+        "reason": "not that file",
+    }
+    told = json.loads(openai_stub.requests[-1]["messages"][-1]["content"])
+    assert told["error"]["reason"] == "approval_denied" and "not that file" in told["error"]["message"]
+    assert tool.executions == [] and audit_approvals(audit) == [("call_d", "denied")]
+
+
+def test_a_late_or_already_taken_approval_runs_nothing(
+    ai_modules: Path, base_url: str, openai_stub: OpenAiStub, context: AppContext
+) -> None:
+    audit: list[dict[str, Any]] = []
+    tool = gate_writer(context, audit)
+    # A late approval: the model reads a timeout, the call does not run
+    question, first, _ = _ask_to_write(ai_modules, base_url, openai_stub, "chat-late", "call_l")
+    run_id = first["message"]["id"].removeprefix("msg_")
+    expire(context, run_id, "call_l")
+    openai_stub.enqueue(StubScript.text("Too late."))
+    second = _chat(
+        ai_modules, base_url, "chat-late", "", messages=[question, _answer(first["message"], "approval-call_l", True)]
+    )
+    assert second["error"] is None and _types(second)[1] == "tool-output-error"
+    assert "approval_timeout" in second["chunks"][1]["errorText"]
+    assert json.loads(openai_stub.requests[-1]["messages"][-1]["content"])["error"]["status"] == "timeout"
+    # An approval answered elsewhere first (POST /api/ap/submit): the request's run ends with why, nothing runs
+    question, first, _ = _ask_to_write(ai_modules, base_url, openai_stub, "chat-taken", "call_t2")
+    api = base_url.removesuffix("/v1") + "/api/ap/submit"
+    run_id = first["message"]["id"].removeprefix("msg_")
+    submitted = httpx.post(
+        api, json={"runId": run_id, "toolId": "call_t2", "approve": False}, headers={"Authorization": "Bearer user-a"}
+    )
+    assert submitted.json() == {"accepted": True, "status": "accepted"}
+    taken = _chat(
+        ai_modules, base_url, "chat-taken", "", messages=[question, _answer(first["message"], "approval-call_t2", True)]
+    )
+    assert _types(taken)[-1] == "error" and "approval_not_accepted" in taken["chunks"][-1]["errorText"]
+    assert "already_decided" in taken["chunks"][-1]["errorText"]
+    # A forged approval id is refused before any work
+    forged = _answer(first["message"], "approval-call_t2", True)
+    forged["parts"] = [
+        {**p, "approval": {**p["approval"], "id": "approval-other"}} if p.get("approval") else p
+        for p in forged["parts"]
+    ]
+    refused = httpx.post(
+        base_url.removesuffix("/v1") + "/api/ui-stream",
+        json={"id": "chat-taken", "messages": [question, forged]},
+        headers={"Authorization": "Bearer user-a"},
+    )
+    assert refused.status_code == 422 and refused.json()["error"]["param"] == "messages"
+    assert tool.executions == [] and audit_approvals(audit) == [("call_l", "timeout")]
+    assert len(openai_stub.requests) == 3  # the two asks and the late answer's model call

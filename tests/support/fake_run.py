@@ -105,6 +105,9 @@ class FakeRun:
     def __post_init__(self) -> None:
         self.toolset = time_toolset(self.agent)
 
+    def handed_over(self, call: ToolCall) -> bool:
+        return call.name in self.client_tools
+
     def window(self, system_prompt: str | None = None, *, include_run: bool = True) -> list[dict[str, Any]]:
         base = [
             {"role": "system", "content": system_prompt or self.agent.system_prompt},

@@ -21,10 +21,17 @@ DECIDED = (WaitStatus.SUBMITTED, WaitStatus.EXPIRED)
 class RunWaits(StoreFrontendBridge):
     """The run's FrontendBridge and ApprovalGate over the WaitStore; `close` ends every wait still open."""
 
-    async def open_approval(self, tool_call_id: str, tool_name: str, args: Any, reason: str, timeout_ms: int) -> None:
+    async def open_approval(
+        self, tool_call_id: str, tool_name: str, args: Any, reason: str, timeout_ms: int, *, handed: bool = False
+    ) -> None:
+        """`handed`: the client answers in its next request (runtime/client_approvals.py): the item outlives
+        the run (not closed at its end) and expires with its timeout."""
         wait = self.wait_for(tool_call_id, timeout_ms).model_copy(
             update={"kind": WaitKind.APPROVAL, "tool_name": tool_name, "args": args, "reason": reason}
         )
+        if handed:
+            await self._store.create_wait(wait)
+            return
         await self._create(wait)
 
     async def await_decision(self, tool_call_id: str, timeout_ms: int) -> ApprovalOutcome:

@@ -10,6 +10,7 @@ from collections.abc import Awaitable
 from datetime import datetime
 from typing import Any, TypeVar
 
+from agent_core.domain.models import ToolCall
 from agent_core.memory.calendar import from_ms, zone
 from agent_core.memory.history_records import Recall, recall
 from agent_core.memory.time_query import TimeRange
@@ -42,6 +43,11 @@ class LiveRun(ModelCalls, ToolCalls):
     @property
     def client_tools(self) -> frozenset[str]:
         return self.turn.request.client_tools
+
+    def handed_over(self, call: ToolCall) -> bool:
+        if call.name in self.client_tools:
+            return True
+        return self.turn.request.approvals_by_client and self.toolset.service.approval_reason(call) is not None
 
     @property
     def continuation(self) -> bool:

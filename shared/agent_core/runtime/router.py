@@ -48,6 +48,10 @@ def history_call(span: TimeRange) -> tuple[str, dict[str, Any]]:
     return HISTORY_TOOL, {"start": span.start.isoformat(), "end": span.end.isoformat()}
 
 
+def _call(name: str, args: dict[str, Any]) -> ToolCall:
+    return ToolCall(id="quick", name=name, arguments=json.dumps(args, ensure_ascii=False))
+
+
 def self_made_calls(prefix: str, calls: list[tuple[str, dict[str, Any]]]) -> list[ToolCall]:
     return [
         ToolCall(id=f"{prefix}_{n}", name=name, arguments=json.dumps(args, ensure_ascii=False))
@@ -62,7 +66,9 @@ async def route_and_run(r: AgentRun) -> AsyncIterator[Event | NextStep]:
         async for item in STRATEGIES[mode](r):
             yield item
         return
-    matches = r.toolset.quick_calls(r.message)
+    # A quick call the client would have to approve in its next request is left to the model's tool loop
+    # (which hands it over); a quick path cannot end the run for it.
+    matches = [(n, a) for n, a in r.toolset.quick_calls(r.message) if not r.handed_over(_call(n, a))]
     span = time_query(r)
     if span is not None:
         if not matches and is_history_only(r.message):

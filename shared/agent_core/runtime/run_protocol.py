@@ -64,6 +64,11 @@ class RunView(Protocol):
         """Tools the caller runs itself: a model step calling one ends the run (finishReason `tool_calls`)."""
         ...
 
+    def handed_over(self, call: ToolCall) -> bool:
+        """The caller answers this call in its next request: one of its own tools, or a call that needs approval
+        on a wire whose client answers approvals (the run ends there, as for a client tool)."""
+        ...
+
     @property
     def continuation(self) -> bool:
         """The request brings the outputs of client tools: it continues the run, it asks no new question."""

@@ -6,6 +6,7 @@ call/result messages land in the recorder.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator
 
@@ -24,6 +25,7 @@ from agent_core.domain.events import (
 )
 from agent_core.domain.models import Role, ToolCall, ToolCallRecord, ToolStatus
 from agent_core.runtime.approvals import RunWaits
+from agent_core.runtime.client_approvals import DecidedCall, DecidedGate
 from agent_core.runtime.executor import execute_parallel
 from agent_core.runtime.recorder import RunRecorder
 from agent_core.runtime.run_protocol import OnResult
@@ -90,19 +92,34 @@ class ToolCalls:
                 yield end
                 continue
             args = json.loads(call.arguments or "{}")  # valid: a call with invalid arguments asks nobody
-            await self.bridge.open_approval(call.id, call.name, args, asked, settings.tool_approval_timeout_ms)
+            handed = self.turn.request.approvals_by_client
+            timeout_ms = settings.tool_approval_timeout_ms
+            await self.bridge.open_approval(call.id, call.name, args, asked, timeout_ms, handed=handed)
             yield end
             yield ToolApproval(tool_id=call.id, tool_name=call.name, args=args, reason=asked)
 
+    def run_decided(self, decided: list[DecidedCall]) -> AsyncIterator[Event]:
+        """Calls an earlier run handed over for approval, decided by the client's answers (client_approvals.py):
+        run (or refused) as governance says with their outcome; their call message is in the history already."""
+        ctx = dataclasses.replace(self.tool_context(), approvals=DecidedGate(decided))
+        return self.run_calls([d.call for d in decided], ctx=ctx, save_call=False)
+
     async def run_calls(
-        self, calls: list[ToolCall], *, content: str = "", on_result: OnResult | None = None
+        self,
+        calls: list[ToolCall],
+        *,
+        content: str = "",
+        on_result: OnResult | None = None,
+        ctx: ToolContext | None = None,
+        save_call: bool = True,
     ) -> AsyncIterator[Event]:
         """Execute calls in parallel; events in completion order; the call/result messages saved in call order."""
         recorder = self.recorder
-        recorder.save(Role.ASSISTANT, content=content, tool_calls=calls)
+        if save_call:
+            recorder.save(Role.ASSISTANT, content=content, tool_calls=calls)
         kinds = self.toolset.kinds
         done: dict[str, ToolExecution] = {}
-        executions = execute_parallel(self.toolset.service, calls, self.tool_context())
+        executions = execute_parallel(self.toolset.service, calls, ctx or self.tool_context())
         try:
             while True:
                 try:

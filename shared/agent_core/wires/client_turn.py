@@ -11,13 +11,15 @@ agent tools as the Responses API, without going through it.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from agent_core.container import RunDeps
 from agent_core.domain.ids import now_ms, sortable_id
-from agent_core.domain.models import Chat, Role
-from agent_core.errors import AgentError
+from agent_core.domain.models import Chat, Role, ToolCall
+from agent_core.errors import AgentError, InvalidRequest
+from agent_core.runtime.client_approvals import ApprovalAnswer, approval_id
 from agent_core.runtime.turn import PreparedTurn, chat_name
 from agent_core.wires.input import (
     FunctionToolParam,
@@ -32,16 +34,41 @@ from agent_core.wires.turn import open_turn, plan_turn
 PENDING_WINDOW = 20  # recent messages read to find the calls a client owes
 
 
-async def _pending_calls(deps: RunDeps, chat: Chat) -> list[str]:
-    """Call ids of the chat's last assistant message not yet answered by a tool message after it."""
+@dataclass(frozen=True)
+class ClientApproval:
+    """An approval as a client answers it: the call, the approval id it was asked by, yes or no, and why."""
+
+    tool_call_id: str
+    approval_id: str
+    approved: bool
+    reason: str = ""
+
+
+async def _pending_calls(deps: RunDeps, chat: Chat) -> tuple[str, list[ToolCall]]:
+    """The run that made the chat's last assistant message, and its calls not yet answered by a tool message."""
     recent = await deps.store.recent_messages(chat.chat_id, None, PENDING_WINDOW)
-    pending: list[str] = []
+    run_id, pending = "", []
     for message in recent.items:
         if message.role == Role.ASSISTANT:
-            pending = [call.id for call in message.tool_calls]
-        elif message.role == Role.TOOL and message.tool_call_id in pending:
-            pending.remove(message.tool_call_id)
-    return pending
+            run_id, pending = message.run_id or "", list(message.tool_calls)
+        elif message.role == Role.TOOL:
+            pending = [call for call in pending if call.id != message.tool_call_id]
+    return run_id, pending
+
+
+def _answers(
+    user_id: str, run_id: str, pending: list[ToolCall], client: set[str], approvals: list[ClientApproval]
+) -> tuple[ApprovalAnswer, ...]:
+    """Each approval of a call the last run handed over for approval (422 for any other); taken by the run."""
+    owed = {call.id: call for call in pending if call.name not in client}
+    answers: dict[str, ApprovalAnswer] = {}
+    at = now_ms()
+    for approval in approvals:
+        call = owed.get(approval.tool_call_id)
+        if call is None or approval.approval_id != approval_id(call.id) or call.id in answers:
+            raise InvalidRequest(f"no approval request found with id {approval.approval_id}", param="messages")
+        answers[call.id] = ApprovalAnswer(run_id, call, approval.approved, user_id, at, approval.reason)
+    return tuple(answers.values())
 
 
 def client_chat_id(user_id: str, client_id: str) -> str:
@@ -61,14 +88,18 @@ async def start_client_turn(
     now: datetime | None = None,
     public_base_url: str = "",
     input_param: str = "messages",
+    approvals: list[ClientApproval] | None = None,
 ) -> PreparedTurn:
     """Check the input, create the caller's chat on first use, and take its lease (4xx errors before output).
 
     An existing chat keeps its agent; `agent_key` chooses the agent of a new one (unknown: 404). An error
-    about the input names `input_param` (the client's field) as its param.
+    about the input names `input_param` (the client's field) as its param. The client answers approvals in
+    its next request (`approvals`: the run decides and runs them first, runtime/client_approvals.py).
     """
     try:
-        return await _start(deps, user_id, client_id, input_items, agent_key, tools, now, public_base_url)
+        return await _start(
+            deps, user_id, client_id, input_items, agent_key, tools, now, public_base_url, approvals or []
+        )
     except AgentError as error:
         if error.param and error.param.startswith("input"):
             error.param = input_param
@@ -84,6 +115,7 @@ async def _start(
     tools: list[FunctionToolParam] | None,
     now: datetime | None,
     public_base_url: str,
+    approvals: list[ClientApproval],
 ) -> PreparedTurn:
     given = turn_input(input=input_items, tools=tools or [])  # 4xx before any read
     chat_id = client_chat_id(user_id, client_id)
@@ -93,7 +125,8 @@ async def _start(
     check_item_count(given.input, settings.max_input_items)
     check_unique_tools(given.tools)
     parsed = parse_input(given.input, sortable_id(), settings.max_message_bytes)
-    parsed.split()
+    if parsed.messages or not approvals:  # only approvals: the run's decided calls start it
+        parsed.split()
     plan = plan_turn(
         deps,
         user_id,
@@ -105,9 +138,17 @@ async def _start(
         now=now,
         public_base_url=public_base_url,
     )
-    if tools or plan.parsed.outputs:
-        # The calls the last run handed to the client are answered exactly (as /v1/responses requires).
-        check_outputs(await _pending_calls(deps, chat) if chat is not None else [], plan.parsed)
+    plan.approvals_by_client = True
+    if tools or plan.parsed.outputs or approvals:
+        # The calls the last run handed to the client are answered exactly (as /v1/responses requires): its
+        # tools' by their outputs, approvals by answers; a new user message leaves an approval unanswered.
+        run_id, pending = await _pending_calls(deps, chat) if chat is not None else ("", [])
+        client = {t.name for t in tools or []}
+        plan.approval_answers = _answers(user_id, run_id, pending, client, approvals)
+        answered = {answer.call.id for answer in plan.approval_answers}
+        continues = bool(plan.parsed.outputs or approvals)
+        owed = [c.id for c in pending if c.id not in answered and (continues or c.name in client)]
+        check_outputs(owed, plan.parsed)
     if chat is None:
         at = now_ms()
         first = next((m.content for m in plan.parsed.messages if m.content), "")

@@ -18,6 +18,7 @@ from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.models import Chat, Message, Role
 from agent_core.errors import AgentError, InvalidRequest, RunInProgress
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
+from agent_core.runtime.client_approvals import ApprovalAnswer
 from agent_core.runtime.ephemeral import ephemeral_deps
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, chat_name, prepare_turn, validate_message
 from agent_core.wires.client_tools import TunedLlm, client_tool, request_agent, with_client_tools
@@ -39,6 +40,8 @@ class TurnPlan:
     now: datetime | None = None
     public_base_url: str = ""
     deadline_ms: int | None = None  # a blocking answer's turn deadline; else the stream deadline
+    approvals_by_client: bool = False  # the client answers approvals in its next request (UI stream, AG-UI)
+    approval_answers: tuple[ApprovalAnswer, ...] = ()  # the answers this request brings (decided by the run)
 
 
 @dataclass(frozen=True)
@@ -129,10 +132,13 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
     model is called with the outputs last (`TurnRequest.continuation`).
     """
     deps, chat = plan.deps, plan.chat
-    prior, trigger = plan.parsed.split()
-    continuation = trigger.role != Role.USER
-    message = "" if continuation else trigger.content
-    history = [*prior, trigger] if continuation else prior
+    if plan.approval_answers and not plan.parsed.messages:  # only approvals: the run's decided calls continue it
+        continuation, message, history = True, "", []
+    else:
+        prior, trigger = plan.parsed.split()
+        continuation = trigger.role != Role.USER
+        message = "" if continuation else trigger.content
+        history = [*prior, trigger] if continuation else prior
     if not continuation:
         try:
             validate_message(message, deps.settings.max_message_bytes)
@@ -167,6 +173,8 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
         public_base_url=plan.public_base_url,
         deadline_ms=plan.deadline_ms,
         continuation=continuation,
+        approvals_by_client=plan.approvals_by_client,
+        approval_answers=plan.approval_answers,
     )
     prepared = await prepare_turn(deps, request)
     if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry

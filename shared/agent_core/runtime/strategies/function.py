@@ -79,8 +79,7 @@ async def function_loop(
         if not ends:
             yield Draft(step_result.text()) if draft else FinalAnswer(step_result.text())
             return
-        client = r.client_tools
-        if client and not draft and any(call.name in client for call, _ in ends):
+        if not draft and any(r.handed_over(call) for call, _ in ends):
             async for item in _hand_over(r, ends, step_result.text()):
                 yield item
             return
@@ -120,22 +119,27 @@ def count_fallback(reason: str) -> None:
 
 
 async def _hand_over(r: AgentRun, ends: list[tuple[ToolCall, Event]], text: str) -> AsyncIterator[Event | NextStep]:
-    """The model called tools the caller runs itself: the run ends here with finishReason `tool_calls`.
+    """The model called tools the caller runs itself (or calls whose approval it gives): the run ends here with
+    finishReason `tool_calls`.
 
     Server-side calls of the same step still run first, so every call in the history but the caller's
-    has its result; the caller's outputs arrive with its next request.
+    has its result; the caller's outputs (or approvals) arrive with its next request.
     """
     client = r.client_tools
-    server = [(call, end) for call, end in ends if call.name not in client]
+    mine = [r.handed_over(call) for call, _ in ends]
+    server = [pair for pair, handed in zip(ends, mine, strict=True) if not handed]
     for call, end in ends:
         if call.name in client:
             yield end
+    asked = [(call, end) for (call, end), handed in zip(ends, mine, strict=True) if handed and call.name not in client]
+    async for event in r.end_calls(asked):
+        yield event  # calls that need approval: each one's WAIT item, end and `tool.approval`
     async for event in r.end_calls(server):
         yield event
     if server:
         async for event in r.run_calls([call for call, _ in server], content=text):
             yield event
-    handed = tuple(call for call, _ in ends if call.name in client)
+    handed = tuple(call for (call, _), handed in zip(ends, mine, strict=True) if handed)
     yield WaitForClient(text, handed, stored="" if server else text)
 
 
