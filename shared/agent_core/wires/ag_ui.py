@@ -4,6 +4,12 @@ RUN_STARTED first; text as TEXT_MESSAGE_START/CONTENT/END; reasoning as REASONIN
 message (START/CONTENT/END) and REASONING_END; every tool call as TOOL_CALL_START/ARGS/END, with
 TOOL_CALL_RESULT for the calls the server ran (the client's frontend tools get none: the run ends for
 the client to answer in its next run); RUN_FINISHED or RUN_ERROR last.
+
+A call that needs a person's approval (docs/approval.md) is put to the frontend as a client tool call it
+renders: after the call's own TOOL_CALL_START/ARGS/END, a call of `approve_tool_call` (id `approval-<call
+id>`, arguments {toolCallId, toolName, args, reason}), then RUN_FINISHED. The next run's `tool` message for
+that id carries {approve, reason?}; that run's stream starts with the decided call's TOOL_CALL_RESULT (its
+output, or why it did not run).
 """
 
 from __future__ import annotations
@@ -27,11 +33,13 @@ from agent_core.domain.events import (
     ReasoningStart,
     RunCancel,
     RunComplete,
+    ToolApproval,
     ToolArgs,
     ToolEnd,
     ToolResult,
     ToolStart,
 )
+from agent_core.runtime.client_approvals import approval_id
 from agent_core.runtime.envelope import Envelope
 from agent_core.wires.encoder import OpenCall, SseData, Terminal, WireEncoderBase
 
@@ -41,6 +49,9 @@ def event_json(event: ag.BaseEvent) -> str:
     return event.model_dump_json(by_alias=True)
 
 
+APPROVAL_TOOL = "approve_tool_call"  # the client tool an approval is put to the frontend as
+
+
 def _content(result: Any) -> str:
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
 
@@ -48,10 +59,18 @@ def _content(result: Any) -> str:
 class AgUiEncoder(WireEncoderBase[ag.BaseEvent]):
     """Stateful translation for one AG-UI run."""
 
-    def __init__(self, thread_id: str, run_id: str, *, client_tools: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        thread_id: str,
+        run_id: str,
+        *,
+        client_tools: frozenset[str] = frozenset(),
+        decided: frozenset[str] = frozenset(),
+    ) -> None:
         super().__init__()
         self.thread_id, self.run_id = thread_id, run_id
         self.client_tools = client_tools
+        self._decided = set(decided)  # calls of an earlier run whose approval this run's input answered
 
     def opening(self) -> list[ag.BaseEvent]:
         return [ag.RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id)]
@@ -79,6 +98,14 @@ class AgUiEncoder(WireEncoderBase[ag.BaseEvent]):
                 if call is not None and call.name in self.client_tools:  # the client answers it in its next run
                     self.calls.done(native)
                 return [ag.ToolCallEndEvent(tool_call_id=native)]
+            case ToolApproval(tool_id=native, tool_name=name, args=args, reason=reason) if native in self.calls:
+                asked = approval_id(native)
+                question = {"toolCallId": native, "toolName": name, "args": args, "reason": reason}
+                return [
+                    ag.ToolCallStartEvent(tool_call_id=asked, tool_call_name=APPROVAL_TOOL),
+                    ag.ToolCallArgsEvent(tool_call_id=asked, delta=json.dumps(question, ensure_ascii=False)),
+                    ag.ToolCallEndEvent(tool_call_id=asked),
+                ]
             case ToolResult(tool_id=native, result=result, status=status, reason=reason):
                 outcome = result if status == "ok" else {"status": status, "reason": reason or status, "result": result}
                 return self._result(native, outcome)
@@ -105,7 +132,9 @@ class AgUiEncoder(WireEncoderBase[ag.BaseEvent]):
         return event_json(frame), None
 
     def _result(self, native: str, result: Any) -> list[ag.BaseEvent]:
-        if self.calls.done(native) is None:  # not a server call (or already answered)
+        if native in self._decided:  # an earlier run's call, decided by this run's approval answer
+            self._decided.discard(native)
+        elif self.calls.done(native) is None:  # not a server call (or already answered)
             return []
         event = ag.ToolCallResultEvent(
             message_id=f"{native}-result", tool_call_id=native, content=_content(result), role="tool"
