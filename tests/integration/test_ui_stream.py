@@ -9,6 +9,7 @@ import asyncio
 import json
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from agent_core.domain.models import Role
 from agent_core.wires.client_turn import client_chat_id
 from tests.support.client_approvals import audit_approvals, expire, gate_writer
 from tests.support.openai_stub import OpenAiStub, StubScript
+from tests.support.wait import poll_until
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".build" / "ai-sdk-6"
@@ -348,3 +350,68 @@ def test_a_late_or_already_taken_approval_runs_nothing(
     assert refused.status_code == 422 and refused.json()["error"]["param"] == "messages"
     assert tool.executions == [] and audit_approvals(audit) == [("call_l", "timeout")]
     assert len(openai_stub.requests) == 3  # the two asks and the late answer's model call
+
+
+def test_two_requests_with_the_same_approval_at_once_run_the_call_once(
+    ai_modules: Path, base_url: str, openai_stub: OpenAiStub, context: AppContext
+) -> None:
+    audit: list[dict[str, Any]] = []
+    tool = gate_writer(context, audit)
+    question, first, _ = _ask_to_write(ai_modules, base_url, openai_stub, "chat-twice", "call_2")
+    answered = _answer(first["message"], "approval-call_2", True)
+    # The first request's run took the answer, ran the call and waits on the model (holding the chat's lease)
+    gate = threading.Event()
+    openai_stub.enqueue(StubScript.text("Noted.", gate=gate))
+    results: list[dict[str, Any]] = []
+    worker = threading.Thread(
+        target=lambda: results.append(_chat(ai_modules, base_url, "chat-twice", "", messages=[question, answered]))
+    )
+    worker.start()
+    try:
+        poll_until(lambda: len(openai_stub.requests) == 2, "the first request's model call started")
+        assert tool.executions == ["call_2"]
+        # The second, while the first runs: refused before any work
+        api = base_url.removesuffix("/v1") + "/api/ui-stream"
+        body = {"id": "chat-twice", "messages": [question, answered]}
+        second = httpx.post(api, json=body, headers={"Authorization": "Bearer user-a"})
+        assert second.status_code == 409 and second.json()["error"]["code"] == "run_in_progress"
+    finally:
+        gate.set()
+        worker.join(timeout=60)
+    assert results[0]["error"] is None and _types(results[0])[1] == "tool-output-available"
+    assert tool.executions == ["call_2"] and audit_approvals(audit) == [("call_2", "approved")]
+
+
+def test_a_quick_rule_leaves_a_call_that_needs_approval_to_the_model(
+    ai_modules: Path, base_url: str, openai_stub: OpenAiStub, context: AppContext
+) -> None:
+    # `time` has a quick rule ("what time ..."); here it needs approval, which only the next request can give
+    gate_writer(context, [], "always", {"name": "time", "approval": "always"})
+    openai_stub.enqueue(StubScript.tool_calls([{"id": "call_q", "name": "time", "arguments": {"timezone": "UTC"}}]))
+    result = _chat(ai_modules, base_url, "chat-quick", "what time is it in Tokyo?")
+    assert len(openai_stub.requests) == 1, "the model made the call: no quick call waited for an answer"
+    # Only the model's call is there: it asks, nothing else ran or was refused
+    assert [c["toolCallId"] for c in result["chunks"] if c["type"].startswith("tool-")] == ["call_q"] * (
+        len([t for t in _types(result) if t.startswith("tool-")])
+    )
+    assert _types(result)[-3:] == ["tool-input-available", "tool-approval-request", "finish"]
+    assert result["chunks"][-2]["toolCallId"] == "call_q"
+
+
+def test_a_path_that_cannot_hand_a_call_over_refuses_it_without_asking(
+    ai_modules: Path, base_url: str, openai_stub: OpenAiStub, context: AppContext
+) -> None:
+    # A ReAct agent runs its calls itself: on this wire nobody can answer while it waits, so the call is refused
+    tool = gate_writer(context, [], mode="react")
+    step = {
+        "thought": "write it",
+        "action": "tool_call",
+        "action_input": {"tool_name": "write_note", "parameters": NOTE},
+    }
+    answer = {"thought": "refused", "action": "final_answer", "action_input": "I could not write it."}
+    openai_stub.enqueue(StubScript.text(json.dumps(step)), StubScript.text(json.dumps(answer)))
+    result = _chat(ai_modules, base_url, "chat-react", "Write my note")
+    assert result["error"] is None and "tool-approval-request" not in _types(result)
+    [refused] = [c for c in result["chunks"] if c["type"] == "tool-output-error"]
+    assert "approval_unavailable" in refused["errorText"] and tool.executions == []
+    assert result["chunks"][-1] == {"type": "finish", "finishReason": "stop"}

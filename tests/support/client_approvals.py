@@ -11,13 +11,20 @@ from agent_core.runtime.agents import DEFAULT_AGENT, AgentCatalog, AgentDefiniti
 from tests.support.approvals import RecordingTool
 
 
-def gate_writer(context: AppContext, audit: list[dict[str, Any]], approval: Any = "always") -> RecordingTool:
+def gate_writer(
+    context: AppContext,
+    audit: list[dict[str, Any]],
+    approval: Any = "always",
+    *more: dict[str, Any],
+    mode: str = "function",
+) -> RecordingTool:
     """The context's default agent becomes a writer whose `write_note` (which records each execution) needs
-    approval under `approval`; its TOOL_AUDIT lines go to `audit`."""
+    approval under `approval` (`more`: other tools it has); its TOOL_AUDIT lines go to `audit`."""
     tool = RecordingTool()
     context.deps.tools._audit = audit.append
     context.deps.tools.registry.register(tool)
-    agent = AgentDefinition(key=DEFAULT_AGENT, name="Writer", tools=[{"name": "write_note", "approval": approval}])
+    tools = [{"name": "write_note", "approval": approval}, *more]
+    agent = AgentDefinition(key=DEFAULT_AGENT, name="Writer", tools=tools, mode=mode)
     context.deps.agents = AgentCatalog([agent])
     return tool
 

@@ -128,8 +128,10 @@ class RunActions(Protocol):
         """The end event of a call the run makes itself."""
         ...
 
-    def end_calls(self, ends: list[tuple[ToolCall, Event]]) -> AsyncIterator[Event]:
-        """Each call's end event; a frontend call's wait is opened before its end is sent."""
+    def end_calls(self, ends: list[tuple[ToolCall, Event]], *, handed: bool = False) -> AsyncIterator[Event]:
+        """Each call's end event; a frontend call's wait is opened before its end is sent, a call that needs
+        approval asks (`tool.approval`) before it runs, or, `handed` to a client that answers in its next
+        request, once the run ends."""
         ...
 
     def run_calls(

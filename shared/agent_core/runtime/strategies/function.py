@@ -132,7 +132,7 @@ async def _hand_over(r: AgentRun, ends: list[tuple[ToolCall, Event]], text: str)
         if call.name in client:
             yield end
     asked = [(call, end) for (call, end), handed in zip(ends, mine, strict=True) if handed and call.name not in client]
-    async for event in r.end_calls(asked):
+    async for event in r.end_calls(asked, handed=True):
         yield event  # calls that need approval: each one's WAIT item, end and `tool.approval`
     async for event in r.end_calls(server):
         yield event
