@@ -6,6 +6,7 @@ or the `context` block of cdk.json. Values given with `-c` arrive as strings and
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Literal, Protocol
 
@@ -87,6 +88,8 @@ class InfraSettings(BaseModel):
     llm_provider: Literal["openai", "azure", "bedrock"] = Field("openai", alias="llmProvider")
     # Further `provider:model` entries tried in order when a call fails before any output.
     llm_fallback: tuple[str, ...] = Field((), alias="llmFallback")
+    # Approval policies every agent obeys, by tool name (AGENT_TOOL_APPROVAL; docs/approval.md): a JSON object.
+    tool_approval: dict[str, Any] = Field(default_factory=dict, alias="toolApproval")
 
     @field_validator("stage")
     @classmethod
@@ -116,6 +119,24 @@ class InfraSettings(BaseModel):
             provider, _, model = entry.partition(":")
             if provider not in LLM_PROVIDERS or not model:
                 raise ValueError(f"llmFallback entry {entry!r} must be provider:model, provider one of {LLM_PROVIDERS}")
+        return value
+
+    @field_validator("tool_approval", mode="before")
+    @classmethod
+    def _approval_json(cls, value: object) -> object:
+        if isinstance(value, str):  # `-c toolApproval='{"save_file": "always"}'`
+            try:
+                return json.loads(value) if value.strip() else {}
+            except ValueError as exc:
+                raise ValueError(f"toolApproval is not JSON: {exc}") from exc
+        return value
+
+    @field_validator("tool_approval")
+    @classmethod
+    def _approval_policies(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for name, spec in value.items():
+            if spec not in ("never", "always") and not (isinstance(spec, dict) and "when" in spec):
+                raise ValueError(f"toolApproval[{name!r}] must be never, always or {{when: <rule>}}")
         return value
 
     @field_validator("lwa_layer_version")

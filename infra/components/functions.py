@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -138,6 +139,8 @@ class AgentFunctions(Construct):
                 "AGENT_USAGE_REQUESTS_PER_MINUTE": s.usage_requests_per_minute,
             }
             env |= {name: str(value) for name, value in usage.items() if value}
+            if s.tool_approval:  # the functions that run tools (the app checks each rule at start)
+                env["AGENT_TOOL_APPROVAL"] = json.dumps(s.tool_approval, separators=(",", ":"), sort_keys=True)
             if s.llm_fallback:
                 env["AGENT_LLM_FALLBACK"] = ",".join(s.llm_fallback)
         if Need.LLM_SECRET in spec.needs and self.llm_secret is not None:

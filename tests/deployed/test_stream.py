@@ -8,7 +8,7 @@ from typing import Any
 
 from openai.types.chat import ChatCompletionChunk
 
-from tests.support.deployed.stack import DeployedStack
+from tests.support.deployed.stack import APPROVAL_ZONE, DeployedStack
 from tests.support.lambda_events import http_v2_event, rest_v1_event
 from tests.support.openai_stub import StubScript
 from tests.support.openai_wire import validate_stream_event
@@ -75,6 +75,43 @@ def test_a_frontend_tool_answered_through_submit_resumes_the_run(stack: Deployed
     result = next(e for e in events if e["type"] == "tool.result")
     assert result["result"] == {"choice": "blue"}
     assert "".join(e["delta"] for e in events if e["type"] == "content.delta") == "Blue it is."
+
+
+def test_an_approval_answered_through_the_submit_function_resumes_the_run(stack: DeployedStack) -> None:
+    # Given the template's approval rule (AGENT_TOOL_APPROVAL): `time` for the Troll station asks a person
+    stack.llm.enqueue(
+        StubScript.tool_calls([{"id": "call_troll", "name": "time", "arguments": {"timezone": APPROVAL_ZONE}}]),
+        StubScript.text("Troll time, approved."),
+    )
+    response = stack.function("stream").invoke_streaming(
+        http_v2_event("POST", "/api/ap/query", {"message": "what time is it at Troll?"}, DAVE)
+    )
+    assert response.status == 200
+    events: list[dict[str, Any]] = []
+    answers: list[Any] = []
+    for event in response.sse_events():
+        events.append(event)
+        if event["type"] == "tool.approval":
+            # The run waits on the open stream; a person approves through the submit function, then again
+            body = {"runId": event["runId"], "toolId": event["toolId"], "approve": True, "reason": "fine"}
+            for _ in range(2):
+                answer = stack.function("submit").invoke(http_v2_event("POST", "/api/ap/submit", body, DAVE))
+                answers.append(json.loads(answer["body"]))
+    kinds = [e["type"] for e in events]
+    assert answers == [
+        {"accepted": True, "status": "accepted"},
+        {"accepted": False, "status": "already_decided", "approved": True},
+    ], kinds
+    approval = next(e for e in events if e["type"] == "tool.approval")
+    assert approval["toolName"] == "time" and approval["reason"] == "the Troll station"
+    assert (
+        kinds.index("tool.end")
+        < kinds.index("tool.approval")
+        < kinds.index("tool.result")
+        < kinds.index("run.complete")
+    )
+    result = next(e for e in events if e["type"] == "tool.result")
+    assert result["status"] == "ok" and result["result"]["timezone"] == APPROVAL_ZONE
 
 
 def test_v1_responses_streams_the_event_grammar(stack: DeployedStack) -> None:

@@ -34,6 +34,11 @@ EXERCISED: dict[str, tuple[str, str, str]] = {
         "chat",
         "test_usage_shows_the_callers_runs_under_the_budgets_the_template_sets",
     ),
+    "AGENT_TOOL_APPROVAL": (
+        "dev",
+        "stream",
+        "test_an_approval_answered_through_the_submit_function_resumes_the_run",
+    ),
     "AGENT_CORS_ORIGINS": ("jwt", "submit", "empty in dev (every function); two origins in the jwt variant"),
     "AGENT_MODEL": ("dev", "chat", "test_chat_turn_with_a_tool_call_uses_the_secret_key_and_the_template_model"),
     "AGENT_AUTH_MODE": ("iam", "stream", "none in dev; jwt (submit) and iam (stream) variants"),

@@ -605,6 +605,19 @@ def test_usage_budgets_reach_the_llm_functions_only_when_set(dev: Synth) -> None
     assert "AGENT_USAGE_DAILY_TOKEN_BUDGET" not in _fn(budgeted, "submit")[1]["Properties"]["Environment"]["Variables"]
 
 
+def test_tool_approval_reaches_the_functions_that_run_tools_only_when_set(dev: Synth) -> None:
+    for name in ("chat", "stream", "worker", "submit"):
+        assert "AGENT_TOOL_APPROVAL" not in _fn(dev, name)[1]["Properties"]["Environment"]["Variables"]
+    policy = {"http_get": {"when": {"arg": "url", "hostNotIn": ["example.com"]}}, "save_file": "always"}
+    gated = _synth({"toolApproval": json.dumps(policy)})  # as `-c toolApproval='{...}'` gives it
+    for name in ("chat", "stream", "worker"):
+        variables = _fn(gated, name)[1]["Properties"]["Environment"]["Variables"]
+        assert json.loads(variables["AGENT_TOOL_APPROVAL"]) == policy
+    assert "AGENT_TOOL_APPROVAL" not in _fn(gated, "submit")[1]["Properties"]["Environment"]["Variables"]
+    with pytest.raises(Exception, match="toolApproval"):
+        _synth({"toolApproval": '{"save_file": "sometimes"}'})
+
+
 # --- cdk-nag and cfn-lint -------------------------------------------------------------------------
 
 

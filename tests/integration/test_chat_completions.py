@@ -241,3 +241,29 @@ def test_oversized_message_is_413(client: openai.OpenAI, openai_stub: OpenAiStub
     with pytest.raises(openai.APIStatusError) as error:
         client.chat.completions.create(model="main-agent", messages=[{"role": "user", "content": big}])
     assert error.value.status_code == 413 and openai_stub.requests == []
+
+
+def test_an_agent_with_approval_gated_tools_is_refused_naming_the_wires_that_can_ask(
+    client: openai.OpenAI, openai_stub: OpenAiStub, context: AppContext
+) -> None:
+    # Given the main agent's http_get gated by the deployment's approval rules
+    from agent_core.domain.approval import parse_policy
+
+    context.deps.tools.approvals["http_get"] = [parse_policy("always")]
+    before = table_items(context)
+    # When a Chat Completions request (or a stateless Responses one) would offer it, Then 400 before any work
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(model="main-agent", messages=[{"role": "user", "content": "fetch it"}])
+    error = refused.value.body
+    assert isinstance(error, dict) and error["code"] == "approval_unsupported" and error["param"] == "model"
+    assert "http_get" in error["message"] and "/api/ap/query" in error["message"] and "store: true" in error["message"]
+    with pytest.raises(openai.BadRequestError) as stateless:
+        client.responses.create(model="main-agent", input="fetch it", store=False)
+    assert isinstance(stateless.value.body, dict) and stateless.value.body["code"] == "approval_unsupported"
+    assert openai_stub.requests == [] and table_items(context) == before
+    # A request offering no tools has nothing to approve: it runs
+    openai_stub.enqueue(StubScript.text("hi"))
+    done = client.chat.completions.create(
+        model="main-agent", messages=[{"role": "user", "content": "hi"}], tool_choice="none"
+    )
+    assert done.choices[0].message.content == "hi"

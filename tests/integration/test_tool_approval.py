@@ -273,3 +273,52 @@ async def test_two_calls_wait_in_parallel_and_each_answer_decides_its_own() -> N
     events = await run_writer(context, "write two", person)
     results = {e["toolId"]: e["status"] for e in events if e["type"] == "tool.result"}
     assert results == {"c1": "denied", "c2": "ok"} and tool.executions == ["c2"]
+
+
+async def test_an_answer_that_beats_the_runs_timeout_is_honoured(any_table: Table) -> None:
+    # Given an approval whose time runs out, and an answer that lands just before the run expires the wait
+    from agent_core.runtime.approvals import RunWaits
+
+    context, _ = approval_context(ScriptedLlm(), any_table)
+    store = context.deps.store
+
+    class AnswerFirst:
+        """The run's store, where an approval lands between the run's last read and its expire."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(store, name)
+
+        async def expire_wait(self, run_id: str, tool_id: str) -> bool:
+            assert await answer_approval(store, run_id, tool_id, decision(True, reason="just in time")) == {
+                "accepted": True,
+                "status": "accepted",
+            }
+            return await store.expire_wait(run_id, tool_id)
+
+    waits = RunWaits(AnswerFirst(), "r1", "u")  # type: ignore[arg-type]
+    await waits.open_approval("c1", "write_note", {}, "asked", 60_000)
+    # When the run's time runs out
+    outcome = await waits.await_decision("c1", 1)
+    # Then the answer that won the race decides (the submit was told it was accepted)
+    assert (outcome.decision, outcome.by, outcome.reason) == ("approved", "u", "just in time")
+    wait = await store.get_wait("r1", "c1")
+    assert wait is not None and wait.status == WaitStatus.SUBMITTED
+
+
+def test_the_stateless_chain_stream_refuses_an_agent_with_gated_tools_before_any_work() -> None:
+    # Given the deployment's rules gating the main agent's time tool
+    llm = ScriptedLlm()
+    context = build_context(
+        make_settings(AGENT_TOOL_APPROVAL='{"time": "always"}'), table=MemoryTable(), llm=llm, audit=lambda _: None
+    )
+    with (
+        serve(build_app(*routes.local, context=context)) as base,
+        httpx.Client(base_url=base, headers={"X-User-Id": "alice"}, timeout=30) as client,
+    ):
+        answer = client.post("/api/chat/stream", json={"messages": [{"role": "user", "content": "time?"}]})
+    # Then nothing stored could take the answer: 422 naming the wires that can ask, and the model never called
+    assert answer.status_code == 422
+    error = answer.json()["error"]
+    assert (error["code"], error["param"]) == ("approval_unsupported", "agentName")
+    assert "time" in error["message"] and "/api/ap/query" in error["message"]
+    assert llm.requests == []

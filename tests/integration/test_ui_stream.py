@@ -18,6 +18,7 @@ import pytest
 
 from agent_core.context import AppContext
 from agent_core.domain.models import Role
+from agent_core.wires.approval_answers import approval_request_id
 from agent_core.wires.client_turn import client_chat_id
 from tests.support.client_approvals import audit_approvals, expire, gate_writer
 from tests.support.openai_stub import OpenAiStub, StubScript
@@ -227,14 +228,14 @@ NOTE = {"path": "notes/today.md", "content": "buy milk"}
 
 def _ask_to_write(
     ai_modules: Path, base_url: str, openai_stub: OpenAiStub, chat_id: str, call_id: str
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """A run whose model calls the gated `write_note`: the question, the assistant message, its approval part."""
+) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """A run whose model calls the gated `write_note`: the question, what the SDK read, the approval's id."""
     openai_stub.enqueue(StubScript.tool_calls([{"id": call_id, "name": "write_note", "arguments": NOTE}]))
     first = _chat(ai_modules, base_url, chat_id, "Write my note")
     assert first["error"] is None and first["chunks"][-1] == {"type": "finish", "finishReason": "tool-calls"}
-    [part] = [p for p in first["message"]["parts"] if p["type"] == "dynamic-tool"]
     question = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Write my note"}]}
-    return question, first, part
+    run_id = first["message"]["id"].removeprefix("msg_")
+    return question, first, approval_request_id(run_id, call_id)
 
 
 def _answer(message: dict[str, Any], approval_id: str, approved: bool, reason: str | None = None) -> dict[str, Any]:
@@ -248,23 +249,34 @@ def _answer(message: dict[str, Any], approval_id: str, approved: bool, reason: s
     return {**message, "parts": [updated(p) for p in message["parts"]]}
 
 
+def _post(base_url: str, chat_id: str, messages: list[dict[str, Any]]) -> httpx.Response:
+    api = base_url.removesuffix("/v1") + "/api/ui-stream"
+    return httpx.post(api, json={"id": chat_id, "messages": messages}, headers={"Authorization": "Bearer user-a"})
+
+
+def _refused(response: httpx.Response) -> tuple[int, str, str]:
+    error = response.json()["error"]
+    return response.status_code, error["code"], error["param"]
+
+
 def test_a_call_that_needs_approval_ends_the_run_and_the_approval_continues_it_once(
     ai_modules: Path, base_url: str, openai_stub: OpenAiStub, context: AppContext
 ) -> None:
     audit: list[dict[str, Any]] = []
     tool = gate_writer(context, audit)
     # Given a model that calls a tool that needs approval
-    question, first, part = _ask_to_write(ai_modules, base_url, openai_stub, "chat-approve", "call_n")
+    question, first, approval_id = _ask_to_write(ai_modules, base_url, openai_stub, "chat-approve", "call_n")
     # Then the SDK reads an approval request: the part waits for the person, nothing ran
     types = _types(first)
     assert types[-3:] == ["tool-input-available", "tool-approval-request", "finish"]
     request = first["chunks"][-2]
-    assert request == {"type": "tool-approval-request", "approvalId": "approval-call_n", "toolCallId": "call_n"}
-    assert part["state"] == "approval-requested" and part["approval"] == {"id": "approval-call_n"}
+    assert request == {"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": "call_n"}
+    [part] = [p for p in first["message"]["parts"] if p["type"] == "dynamic-tool"]
+    assert part["state"] == "approval-requested" and part["approval"] == {"id": approval_id}
     assert part["toolName"] == "write_note" and part["input"] == NOTE and tool.executions == []
     # When the person approves (addToolApprovalResponse) and useChat sends the messages back
     openai_stub.enqueue(StubScript.text("Noted."))
-    answered = _answer(first["message"], "approval-call_n", True)
+    answered = _answer(first["message"], approval_id, True)
     second = _chat(ai_modules, base_url, "chat-approve", "", messages=[question, answered])
     # Then useChat would send exactly this; the call ran once, then the model answered from its result
     assert second["approved"] is True and second["error"] is None
@@ -277,12 +289,9 @@ def test_a_call_that_needs_approval_ends_the_run_and_the_approval_continues_it_o
     assert tool.executions == ["call_n"]
     assert openai_stub.requests[-1]["messages"][-1]["role"] == "tool"
     assert audit_approvals(audit) == [("call_n", "approved")] and audit[-1]["approval"]["by"] == "user-a"
-    # And the same approval again is refused before any work: it was taken once
-    api = base_url.removesuffix("/v1") + "/api/ui-stream"
-    again = httpx.post(
-        api, json={"id": "chat-approve", "messages": [question, answered]}, headers={"Authorization": "Bearer user-a"}
-    )
-    assert again.status_code == 422 and again.json()["error"]["param"] == "messages"
+    # And the same approval again is refused before any work: the call is answered
+    again = _post(base_url, "chat-approve", [question, answered])
+    assert _refused(again) == (422, "approval_request_not_found", "messages")
     assert tool.executions == ["call_n"] and len(openai_stub.requests) == 2
 
 
@@ -291,75 +300,66 @@ def test_a_denied_call_never_runs_and_the_model_reads_the_reason(
 ) -> None:
     audit: list[dict[str, Any]] = []
     tool = gate_writer(context, audit)
-    question, first, _ = _ask_to_write(ai_modules, base_url, openai_stub, "chat-deny", "call_d")
+    question, first, approval_id = _ask_to_write(ai_modules, base_url, openai_stub, "chat-deny", "call_d")
     openai_stub.enqueue(StubScript.text("I did not write it."))
-    denied = _answer(first["message"], "approval-call_d", False, "not that file")
+    denied = _answer(first["message"], approval_id, False, "not that file")
     second = _chat(ai_modules, base_url, "chat-deny", "", messages=[question, denied])
     assert second["error"] is None and _types(second)[:2] == ["start", "tool-output-denied"]
     [part] = [p for p in second["message"]["parts"] if p["type"] == "dynamic-tool"]
-    assert part["state"] == "output-denied" and part["approval"] == {
-        "id": "approval-call_d",
-        "approved": False,
-        "reason": "not that file",
-    }
+    assert part["state"] == "output-denied"
+    assert part["approval"] == {"id": approval_id, "approved": False, "reason": "not that file"}
     told = json.loads(openai_stub.requests[-1]["messages"][-1]["content"])
     assert told["error"]["reason"] == "approval_denied" and "not that file" in told["error"]["message"]
     assert tool.executions == [] and audit_approvals(audit) == [("call_d", "denied")]
 
 
-def test_a_late_or_already_taken_approval_runs_nothing(
+def test_late_taken_and_forged_approvals_are_refused_before_any_work(
     ai_modules: Path, base_url: str, openai_stub: OpenAiStub, context: AppContext
 ) -> None:
-    audit: list[dict[str, Any]] = []
-    tool = gate_writer(context, audit)
-    # A late approval: the model reads a timeout, the call does not run
-    question, first, _ = _ask_to_write(ai_modules, base_url, openai_stub, "chat-late", "call_l")
-    run_id = first["message"]["id"].removeprefix("msg_")
-    expire(context, run_id, "call_l")
-    openai_stub.enqueue(StubScript.text("Too late."))
-    second = _chat(
-        ai_modules, base_url, "chat-late", "", messages=[question, _answer(first["message"], "approval-call_l", True)]
-    )
-    assert second["error"] is None and _types(second)[1] == "tool-output-error"
-    assert "approval_timeout" in second["chunks"][1]["errorText"]
-    assert json.loads(openai_stub.requests[-1]["messages"][-1]["content"])["error"]["status"] == "timeout"
-    # An approval answered elsewhere first (POST /api/ap/submit): the request's run ends with why, nothing runs
-    question, first, _ = _ask_to_write(ai_modules, base_url, openai_stub, "chat-taken", "call_t2")
-    api = base_url.removesuffix("/v1") + "/api/ap/submit"
+    tool = gate_writer(context, [])
+    # A late approval: its time ran out (409 approval_expired)
+    question, first, approval_id = _ask_to_write(ai_modules, base_url, openai_stub, "chat-late", "call_l")
+    expire(context, approval_id.removeprefix("mcpr_").split("__")[0], "call_l")
+    late = _post(base_url, "chat-late", [question, _answer(first["message"], approval_id, True)])
+    assert _refused(late) == (409, "approval_expired", "messages")
+    # An approval answered elsewhere first (POST /api/ap/submit): 409 approval_already_decided
+    question, first, approval_id = _ask_to_write(ai_modules, base_url, openai_stub, "chat-taken", "call_t2")
     run_id = first["message"]["id"].removeprefix("msg_")
     submitted = httpx.post(
-        api, json={"runId": run_id, "toolId": "call_t2", "approve": False}, headers={"Authorization": "Bearer user-a"}
-    )
-    assert submitted.json() == {"accepted": True, "status": "accepted"}
-    taken = _chat(
-        ai_modules, base_url, "chat-taken", "", messages=[question, _answer(first["message"], "approval-call_t2", True)]
-    )
-    assert _types(taken)[-1] == "error" and "approval_not_accepted" in taken["chunks"][-1]["errorText"]
-    assert "already_decided" in taken["chunks"][-1]["errorText"]
-    # A forged approval id is refused before any work
-    forged = _answer(first["message"], "approval-call_t2", True)
-    forged["parts"] = [
-        {**p, "approval": {**p["approval"], "id": "approval-other"}} if p.get("approval") else p
-        for p in forged["parts"]
-    ]
-    refused = httpx.post(
-        base_url.removesuffix("/v1") + "/api/ui-stream",
-        json={"id": "chat-taken", "messages": [question, forged]},
+        base_url.removesuffix("/v1") + "/api/ap/submit",
+        json={"runId": run_id, "toolId": "call_t2", "approve": False},
         headers={"Authorization": "Bearer user-a"},
     )
-    assert refused.status_code == 422 and refused.json()["error"]["param"] == "messages"
-    assert tool.executions == [] and audit_approvals(audit) == [("call_l", "timeout")]
-    assert len(openai_stub.requests) == 3  # the two asks and the late answer's model call
+    assert submitted.json() == {"accepted": True, "status": "accepted"}
+    taken = _post(base_url, "chat-taken", [question, _answer(first["message"], approval_id, True)])
+    assert _refused(taken) == (409, "approval_already_decided", "messages")
+    # An approval id the last run did not ask for, or one of another user's run: 422
+    forged = _answer(first["message"], approval_id, True)
+    forged["parts"] = [
+        {**p, "approval": {**p["approval"], "id": approval_request_id(run_id, "call_other")}}
+        if p.get("approval")
+        else p
+        for p in forged["parts"]
+    ]
+    assert _refused(_post(base_url, "chat-taken", [question, forged])) == (
+        422,
+        "approval_request_not_found",
+        "messages",
+    )
+    # An answer without its decision: 422 before any work
+    broken = {**first["message"], "parts": [{**p, "state": "approval-responded"} for p in first["message"]["parts"]]}
+    assert _post(base_url, "chat-taken", [question, broken]).status_code == 422
+    assert tool.executions == [] and len(openai_stub.requests) == 2  # only the two asks
 
 
-def test_two_requests_with_the_same_approval_at_once_run_the_call_once(
+def test_two_requests_with_the_same_approval_run_the_call_once(
     ai_modules: Path, base_url: str, openai_stub: OpenAiStub, context: AppContext
 ) -> None:
     audit: list[dict[str, Any]] = []
     tool = gate_writer(context, audit)
-    question, first, _ = _ask_to_write(ai_modules, base_url, openai_stub, "chat-twice", "call_2")
-    answered = _answer(first["message"], "approval-call_2", True)
-    # The first request's run took the answer, ran the call and waits on the model (holding the chat's lease)
+    question, first, approval_id = _ask_to_write(ai_modules, base_url, openai_stub, "chat-twice", "call_2")
+    answered = _answer(first["message"], approval_id, True)
+    # The first request took the decision, ran the call and waits on the model
     gate = threading.Event()
     openai_stub.enqueue(StubScript.text("Noted.", gate=gate))
     results: list[dict[str, Any]] = []
@@ -370,11 +370,12 @@ def test_two_requests_with_the_same_approval_at_once_run_the_call_once(
     try:
         poll_until(lambda: len(openai_stub.requests) == 2, "the first request's model call started")
         assert tool.executions == ["call_2"]
-        # The second, while the first runs: refused before any work
-        api = base_url.removesuffix("/v1") + "/api/ui-stream"
-        body = {"id": "chat-twice", "messages": [question, answered]}
-        second = httpx.post(api, json=body, headers={"Authorization": "Bearer user-a"})
-        assert second.status_code == 409 and second.json()["error"]["code"] == "run_in_progress"
+        # The second, while the first runs (the call still looks owed): the decision is taken already
+        assert _refused(_post(base_url, "chat-twice", [question, answered])) == (
+            409,
+            "approval_already_decided",
+            "messages",
+        )
     finally:
         gate.set()
         worker.join(timeout=60)

@@ -3,6 +3,7 @@ with a hook answering its events (as a person would)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
@@ -86,3 +87,24 @@ async def run_writer(
 
 def decision(approved: bool, user: str = "u", reason: str = "") -> ApprovalDecision:
     return ApprovalDecision(approved=approved, by=user, at_ms=now_ms(), reason=reason)
+
+
+class SerialClient:
+    """A boto3 client whose calls run one at a time: DynamoDB applies each conditional write atomically, while
+    moto's in-process backend has no lock (two threads' conditional UpdateItem on one item can both pass its
+    condition). Callers stay concurrent: their threads race for the lock in any order."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def serial(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return attr(*args, **kwargs)
+
+        return serial

@@ -105,9 +105,6 @@ class FakeRun:
     def __post_init__(self) -> None:
         self.toolset = time_toolset(self.agent)
 
-    def handed_over(self, call: ToolCall) -> bool:
-        return call.name in self.client_tools
-
     def window(self, system_prompt: str | None = None, *, include_run: bool = True) -> list[dict[str, Any]]:
         base = [
             {"role": "system", "content": system_prompt or self.agent.system_prompt},
@@ -169,6 +166,13 @@ class FakeRun:
             if on_result is not None:
                 async for event in on_result(ToolExecution(call=call, status=ToolStatus.OK, output=output)):
                     yield event
+
+    def hands_over(self, call: ToolCall) -> bool:
+        return call.name in self.client_tools
+
+    async def run_decided(self) -> AsyncIterator[Event]:
+        for event in ():
+            yield event
 
     def result_of(self, call_id: str) -> str:
         found = [m["content"] for m in self.saved if m.get("tool_call_id") == call_id]

@@ -8,31 +8,52 @@ a run that loses that race to an answer honours the answer.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from agent_core.domain.approval import ApprovalOutcome, Outcome
-from agent_core.domain.models import WaitKind, WaitStatus
+from agent_core.domain.models import ToolCall, WaitKind, WaitStatus
 from agent_core.runtime.frontend import StoreFrontendBridge
 
 # A cancelled wait is not an answer: the cancel that closed it ends the run (its watch cancels the waiting call).
 DECIDED = (WaitStatus.SUBMITTED, WaitStatus.EXPIRED)
+
+ApprovalMode = Literal["wait", "hand_over"]
+
+
+@dataclass(frozen=True)
+class DecidedCall:
+    """A call handed over for approval (its WAIT item holds the call) and decided by a later request."""
+
+    call: ToolCall
+    outcome: ApprovalOutcome
+
+
+class DecidedGate:
+    """The ApprovalGate of a run that never waits (`hand_over`): the calls its request decided, else unavailable."""
+
+    def __init__(self, decided: tuple[DecidedCall, ...]) -> None:
+        self._outcomes = {d.call.id: d.outcome for d in decided}
+
+    async def await_decision(self, tool_call_id: str, timeout_ms: int) -> ApprovalOutcome:
+        return self._outcomes.get(tool_call_id, ApprovalOutcome("unavailable"))
 
 
 class RunWaits(StoreFrontendBridge):
     """The run's FrontendBridge and ApprovalGate over the WaitStore; `close` ends every wait still open."""
 
     async def open_approval(
-        self, tool_call_id: str, tool_name: str, args: Any, reason: str, timeout_ms: int, *, handed: bool = False
+        self, tool_call_id: str, tool_name: str, args: Any, reason: str, timeout_ms: int, *, handed_over: bool = False
     ) -> None:
-        """`handed`: the client answers in its next request (runtime/client_approvals.py): the item outlives
-        the run (not closed at its end) and expires with its timeout."""
+        """The approval's WAIT item (holding the call); a `handed_over` one outlives the run (a later request
+        decides it), so the run's end does not close it: it expires with its timeout."""
         wait = self.wait_for(tool_call_id, timeout_ms).model_copy(
             update={"kind": WaitKind.APPROVAL, "tool_name": tool_name, "args": args, "reason": reason}
         )
-        if handed:
+        if handed_over:
             await self._store.create_wait(wait)
-            return
-        await self._create(wait)
+        else:
+            await self._create(wait)
 
     async def await_decision(self, tool_call_id: str, timeout_ms: int) -> ApprovalOutcome:
         """The person's decision; `timeout` once the run expired the wait unanswered; `cancelled` when a cancel

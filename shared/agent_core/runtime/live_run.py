@@ -10,7 +10,6 @@ from collections.abc import Awaitable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from agent_core.domain.models import ToolCall
 from agent_core.memory.calendar import from_ms, zone
 from agent_core.memory.history_records import Recall, recall
 from agent_core.memory.time_query import TimeRange
@@ -44,11 +43,6 @@ class LiveRun(ModelCalls, ToolCalls):
     def client_tools(self) -> frozenset[str]:
         return self.turn.request.client_tools
 
-    def handed_over(self, call: ToolCall) -> bool:
-        if call.name in self.client_tools:
-            return True
-        return self.turn.request.approvals_by_client and self.toolset.service.approval_reason(call) is not None
-
     @property
     def continuation(self) -> bool:
         return self.turn.request.continuation
@@ -64,18 +58,20 @@ class LiveRun(ModelCalls, ToolCalls):
     def window(self, system_prompt: str | None = None, *, include_run: bool = True) -> list[dict[str, Any]]:
         """The prompt window plus (unless told otherwise) what this run has added so far."""
         turn, s = self.turn, self.turn.deps.settings
+        added = self.recorder.outcome.messages if include_run else []
+        # Results of calls this request decided answer calls in the history: they join it (its unit is whole)
+        decided = {d.call.id for d in turn.request.decided}
+        answers = [m for m in added if m.tool_call_id in decided]
         window = build_window(
             system_prompt or self.agent.system_prompt,
             turn.summary,
-            turn.history.items,
+            [*turn.history.items, *answers],
             max_tokens=s.memory_max_prompt_tokens,
             tool_output_chars=s.tool_output_window_chars,
             extra_system=turn.extra_system,
         )
-        if not include_run:
-            return window.messages
-        added = self.recorder.outcome.messages
-        return window.messages + [to_chat_message(m, s.tool_output_window_chars) for m in added]
+        rest = [m for m in added if m.tool_call_id not in decided]
+        return window.messages + [to_chat_message(m, s.tool_output_window_chars) for m in rest]
 
     def recall(self, span: TimeRange, *, detail: bool) -> Awaitable[Recall]:
         turn = self.turn

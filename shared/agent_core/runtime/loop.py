@@ -27,7 +27,6 @@ from agent_core.domain.models import RunStatus
 from agent_core.errors import AgentError, DeadlineExceeded
 from agent_core.observability import logger
 from agent_core.runtime.cancel import RunCancelled
-from agent_core.runtime.client_approvals import decide_answers
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.live_run import LiveRun
 from agent_core.runtime.next_step import Steps
@@ -73,11 +72,6 @@ class TurnRunner:
             warnings = [RunWarning(code=code, message=message) for code, message in found]
         for warning in warnings:
             yield warning
-        answers = self.turn.request.approval_answers
-        if answers:  # calls an earlier run handed over for approval: decided (exactly once) and run first
-            decided = await run.guarded(decide_answers(self.turn.deps.store, answers))
-            async for event in run.run_decided(decided):
-                yield event
         steps = Steps(run, route_and_run)
         async for event in steps:
             yield event

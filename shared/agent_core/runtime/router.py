@@ -48,10 +48,6 @@ def history_call(span: TimeRange) -> tuple[str, dict[str, Any]]:
     return HISTORY_TOOL, {"start": span.start.isoformat(), "end": span.end.isoformat()}
 
 
-def _call(name: str, args: dict[str, Any]) -> ToolCall:
-    return ToolCall(id="quick", name=name, arguments=json.dumps(args, ensure_ascii=False))
-
-
 def self_made_calls(prefix: str, calls: list[tuple[str, dict[str, Any]]]) -> list[ToolCall]:
     return [
         ToolCall(id=f"{prefix}_{n}", name=name, arguments=json.dumps(args, ensure_ascii=False))
@@ -62,13 +58,13 @@ def self_made_calls(prefix: str, calls: list[tuple[str, dict[str, Any]]]) -> lis
 async def route_and_run(r: AgentRun) -> AsyncIterator[Event | NextStep]:
     """The routing, as a strategy of its own: its events, then the step of the strategy it picked."""
     mode = r.agent.mode
+    async for event in r.run_decided():  # approvals this request decided run before anything else
+        yield event
     if mode == "chain" or r.continuation:  # tool results continue the strategy, not a new question
         async for item in STRATEGIES[mode](r):
             yield item
         return
-    # A quick call the client would have to approve in its next request is left to the model's tool loop
-    # (which hands it over); a quick path cannot end the run for it.
-    matches = [(n, a) for n, a in r.toolset.quick_calls(r.message) if not r.handed_over(_call(n, a))]
+    matches = r.toolset.quick_calls(r.message)
     span = time_query(r)
     if span is not None:
         if not matches and is_history_only(r.message):
@@ -77,8 +73,8 @@ async def route_and_run(r: AgentRun) -> AsyncIterator[Event | NextStep]:
             return
         if HISTORY_TOOL in r.toolset.names:
             matches = [history_call(span), *matches]
-    if matches:
-        calls = self_made_calls("quick", matches)
+    calls = [call for call in self_made_calls("quick", matches) if not r.hands_over(call)]
+    if calls:  # (an approval handed over to the caller is left to the model: its call ends the run)
         yield RunRoute(mode=mode, matched_tools=[c.name for c in calls], reason="quick rule matched")
         async for item in call_tools_then_answer(r, calls):
             yield item

@@ -64,11 +64,6 @@ class RunView(Protocol):
         """Tools the caller runs itself: a model step calling one ends the run (finishReason `tool_calls`)."""
         ...
 
-    def handed_over(self, call: ToolCall) -> bool:
-        """The caller answers this call in its next request: one of its own tools, or a call that needs approval
-        on a wire whose client answers approvals (the run ends there, as for a client tool)."""
-        ...
-
     @property
     def continuation(self) -> bool:
         """The request brings the outputs of client tools: it continues the run, it asks no new question."""
@@ -129,15 +124,22 @@ class RunActions(Protocol):
         ...
 
     def end_calls(self, ends: list[tuple[ToolCall, Event]], *, handed: bool = False) -> AsyncIterator[Event]:
-        """Each call's end event; a frontend call's wait is opened before its end is sent, a call that needs
-        approval asks (`tool.approval`) before it runs, or, `handed` to a client that answers in its next
-        request, once the run ends."""
+        """Each call's end event; a frontend call's wait is opened before its end is sent; a call that needs
+        approval asks for it (with `hand_over` approvals, only when `handed` to the caller)."""
         ...
 
     def run_calls(
         self, calls: list[ToolCall], *, content: str = "", on_result: OnResult | None = None
     ) -> AsyncIterator[Event]:
         """Execute calls in parallel (events in completion order); the call and result messages are saved."""
+        ...
+
+    def hands_over(self, call: ToolCall) -> bool:
+        """Whether the call ends the run for the caller: a client tool, or an approval the caller decides later."""
+        ...
+
+    def run_decided(self) -> AsyncIterator[Event]:
+        """The calls the request decided (approvals handed over before) run first; nothing for other requests."""
         ...
 
     def result_of(self, call_id: str) -> str:

@@ -6,7 +6,6 @@ call/result messages land in the recorder.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import AsyncIterator
 
@@ -24,8 +23,7 @@ from agent_core.domain.events import (
     ToolStart,
 )
 from agent_core.domain.models import Role, ToolCall, ToolCallRecord, ToolStatus
-from agent_core.runtime.approvals import RunWaits
-from agent_core.runtime.client_approvals import DecidedCall, DecidedGate
+from agent_core.runtime.approvals import DecidedGate, RunWaits
 from agent_core.runtime.executor import execute_parallel
 from agent_core.runtime.recorder import RunRecorder
 from agent_core.runtime.run_protocol import OnResult
@@ -57,7 +55,7 @@ class ToolCalls:
             run_id=run.run_id,
             blobs=turn.deps.blobs,
             frontend=self.bridge,
-            approvals=self.bridge,
+            approvals=self.bridge if turn.request.approvals == "wait" else DecidedGate(turn.request.decided),
             memory=turn.deps.store,
             records=turn.deps.memory,
             public_base_url=turn.request.public_base_url,
@@ -84,46 +82,54 @@ class ToolCalls:
         """Each call's end event; a frontend call's WAIT item is written before its end is sent, a call that
         needs approval has its approval WAIT item written, then its end and its `tool.approval` sent.
 
-        Where the client answers approvals in its next request, only calls `handed` to it ask (the function
-        loop's hand-over); any other path's call that needs approval asks nobody and is refused as it runs.
+        With `hand_over` approvals only calls `handed` to the caller (the function loop's hand-over) ask: a path
+        that runs its calls itself cannot end the run for an answer, so its call asks nobody (it is refused).
         """
         kinds, settings = self.toolset.kinds, self.turn.deps.settings
-        by_client = self.turn.request.approvals_by_client
+        hand_over = self.turn.request.approvals == "hand_over"
         for call, end in ends:
             if kinds.get(call.name) == "frontend":
                 await self.bridge.open_wait(call.id, settings.frontend_submit_timeout_ms)
             asked = self.toolset.service.approval_reason(call)
-            if asked is None or (by_client and not handed):
+            if asked is None or (hand_over and not handed):
                 yield end
                 continue
             args = json.loads(call.arguments or "{}")  # valid: a call with invalid arguments asks nobody
             timeout_ms = settings.tool_approval_timeout_ms
-            await self.bridge.open_approval(call.id, call.name, args, asked, timeout_ms, handed=by_client)
+            await self.bridge.open_approval(call.id, call.name, args, asked, timeout_ms, handed_over=hand_over)
             yield end
             yield ToolApproval(tool_id=call.id, tool_name=call.name, args=args, reason=asked)
 
-    def run_decided(self, decided: list[DecidedCall]) -> AsyncIterator[Event]:
-        """Calls an earlier run handed over for approval, decided by the client's answers (client_approvals.py):
-        run (or refused) as governance says with their outcome; their call message is in the history already."""
-        ctx = dataclasses.replace(self.tool_context(), approvals=DecidedGate(decided))
-        return self.run_calls([d.call for d in decided], ctx=ctx, save_call=False)
+    def hands_over(self, call: ToolCall) -> bool:
+        """The caller runs the call (a client tool), or decides it in a later request (`hand_over` approvals)."""
+        if call.name in self.turn.request.client_tools:
+            return True
+        return self.turn.request.approvals == "hand_over" and self.toolset.service.approval_reason(call) is not None
+
+    async def run_decided(self) -> AsyncIterator[Event]:
+        """The calls this request decided (handed over for approval by the run before): announced and run as
+        decided (approved: the tool runs; denied: the model reads the denial), before the model is called."""
+        calls = [decided.call for decided in self.turn.request.decided]
+        if not calls:
+            return
+        async for event in self.announce(calls):
+            yield event
+        for call in calls:
+            yield self.end_event(call)
+        async for event in self.run_calls(calls, resumed=True):
+            yield event
 
     async def run_calls(
-        self,
-        calls: list[ToolCall],
-        *,
-        content: str = "",
-        on_result: OnResult | None = None,
-        ctx: ToolContext | None = None,
-        save_call: bool = True,
+        self, calls: list[ToolCall], *, content: str = "", on_result: OnResult | None = None, resumed: bool = False
     ) -> AsyncIterator[Event]:
-        """Execute calls in parallel; events in completion order; the call/result messages saved in call order."""
+        """Execute calls in parallel; events in completion order; the call/result messages saved in call order
+        (`resumed`: the calls are already in the history, only their results are saved)."""
         recorder = self.recorder
-        if save_call:
+        if not resumed:
             recorder.save(Role.ASSISTANT, content=content, tool_calls=calls)
         kinds = self.toolset.kinds
         done: dict[str, ToolExecution] = {}
-        executions = execute_parallel(self.toolset.service, calls, ctx or self.tool_context())
+        executions = execute_parallel(self.toolset.service, calls, self.tool_context())
         try:
             while True:
                 try:

@@ -29,7 +29,7 @@ from agent_core.memory.profile import profile_block
 from agent_core.memory.recall import recall_block
 from agent_core.memory.session_rules import plan_session
 from agent_core.runtime.agents import AgentDefinition
-from agent_core.runtime.client_approvals import ApprovalAnswer
+from agent_core.runtime.approvals import ApprovalMode, DecidedCall
 from agent_core.runtime.interrupted import settle_interrupted_run
 from agent_core.runtime.release import release_failed_run
 from agent_core.store.base import DuplicateRequest, RecentMessages, SessionChanged
@@ -59,11 +59,11 @@ class TurnRequest:
     # The turn continues from the client's tool results, already stored as the history of the chat `chat_id`
     # names: no USER message is written, the model is called with the results last, `message` is unused ('').
     continuation: bool = False
-    # The client answers approvals in its next request (UI stream, AG-UI): a call that needs one is handed to
-    # it like a client tool's instead of holding the run open (runtime/client_approvals.py).
-    approvals_by_client: bool = False
-    # The answers this request brings to calls an earlier run handed over: decided and run before the model.
-    approval_answers: tuple[ApprovalAnswer, ...] = ()
+    # How a call that needs approval waits: "wait" pauses the run on its WAIT item (native: POST /api/ap/submit);
+    # "hand_over" ends the run with the request, like a client tool, and a later request brings the decision.
+    approvals: ApprovalMode = "wait"
+    # Calls handed over for approval and decided since (the continuation runs them first, as decided).
+    decided: tuple[DecidedCall, ...] = ()
 
     @property
     def stored_message(self) -> str | None:

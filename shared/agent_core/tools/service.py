@@ -79,6 +79,7 @@ class ToolService:
         """The same governance over an agent's registry, allowing only the agent's tools, with its policies."""
         service = ToolService(registry, self.settings, self._audit)
         service.allowed = allowed
+        service.approvals = {name: list(policies) for name, policies in self.approvals.items()}
         for name, policy in (approvals or {}).items():
             service.approvals.setdefault(name, []).append(policy)
         return service

@@ -6,10 +6,10 @@ TOOL_CALL_RESULT for the calls the server ran (the client's frontend tools get n
 the client to answer in its next run); RUN_FINISHED or RUN_ERROR last.
 
 A call that needs a person's approval (docs/approval.md) is put to the frontend as a client tool call it
-renders: after the call's own TOOL_CALL_START/ARGS/END, a call of `approve_tool_call` (id `approval-<call
-id>`, arguments {toolCallId, toolName, args, reason}), then RUN_FINISHED. The next run's `tool` message for
-that id carries {approve, reason?}; that run's stream starts with the decided call's TOOL_CALL_RESULT (its
-output, or why it did not run).
+renders: after the call's own TOOL_CALL_START/ARGS/END, a call of `approve_tool_call` (its id is the
+approval request's, arguments {toolCallId, toolName, args, reason}), then RUN_FINISHED. The next run's `tool`
+message for that id carries {approve, reason?}; that run's stream starts with the decided call's
+TOOL_CALL_RESULT (its output, or why it did not run).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from agent_core.domain.events import (
     ToolResult,
     ToolStart,
 )
-from agent_core.runtime.client_approvals import approval_id
 from agent_core.runtime.envelope import Envelope
+from agent_core.wires.approval_answers import approval_request_id
 from agent_core.wires.encoder import OpenCall, SseData, Terminal, WireEncoderBase
 
 
@@ -70,12 +70,14 @@ class AgUiEncoder(WireEncoderBase[ag.BaseEvent]):
         super().__init__()
         self.thread_id, self.run_id = thread_id, run_id
         self.client_tools = client_tools
-        self._decided = set(decided)  # calls of an earlier run whose approval this run's input answered
+        self._decided = decided  # calls of an earlier run whose approval this run's input decided
 
     def opening(self) -> list[ag.BaseEvent]:
         return [ag.RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id)]
 
     def frames(self, event: Event, envelope: Envelope | Event) -> list[ag.BaseEvent]:
+        if isinstance(event, ToolStart | ToolArgs | ToolEnd) and event.tool_id in self._decided:
+            return []  # an earlier run's call, decided by this run's input: only its result is new
         match event:
             case ContentStart(content_id=native):
                 return [ag.TextMessageStartEvent(message_id=native, role="assistant")]
@@ -99,7 +101,7 @@ class AgUiEncoder(WireEncoderBase[ag.BaseEvent]):
                     self.calls.done(native)
                 return [ag.ToolCallEndEvent(tool_call_id=native)]
             case ToolApproval(tool_id=native, tool_name=name, args=args, reason=reason) if native in self.calls:
-                asked = approval_id(native)
+                asked = approval_request_id(envelope.run_id if isinstance(envelope, Envelope) else "", native)
                 question = {"toolCallId": native, "toolName": name, "args": args, "reason": reason}
                 return [
                     ag.ToolCallStartEvent(tool_call_id=asked, tool_call_name=APPROVAL_TOOL),
@@ -132,9 +134,7 @@ class AgUiEncoder(WireEncoderBase[ag.BaseEvent]):
         return event_json(frame), None
 
     def _result(self, native: str, result: Any) -> list[ag.BaseEvent]:
-        if native in self._decided:  # an earlier run's call, decided by this run's approval answer
-            self._decided.discard(native)
-        elif self.calls.done(native) is None:  # not a server call (or already answered)
+        if self.calls.done(native) is None:  # not a server call (or already answered)
             return []
         event = ag.ToolCallResultEvent(
             message_id=f"{native}-result", tool_call_id=native, content=_content(result), role="tool"

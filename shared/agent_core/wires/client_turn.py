@@ -11,16 +11,15 @@ agent tools as the Responses API, without going through it.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from agent_core.container import RunDeps
 from agent_core.domain.ids import now_ms, sortable_id
 from agent_core.domain.models import Chat, Role, ToolCall
-from agent_core.errors import AgentError, InvalidRequest
-from agent_core.runtime.client_approvals import ApprovalAnswer, approval_id
+from agent_core.errors import AgentError
 from agent_core.runtime.turn import PreparedTurn, chat_name
+from agent_core.wires.approval_answers import approval_request_id, check_answered, decide
 from agent_core.wires.input import (
     FunctionToolParam,
     check_item_count,
@@ -32,16 +31,6 @@ from agent_core.wires.input import (
 from agent_core.wires.turn import open_turn, plan_turn
 
 PENDING_WINDOW = 20  # recent messages read to find the calls a client owes
-
-
-@dataclass(frozen=True)
-class ClientApproval:
-    """An approval as a client answers it: the call, the approval id it was asked by, yes or no, and why."""
-
-    tool_call_id: str
-    approval_id: str
-    approved: bool
-    reason: str = ""
 
 
 async def _pending_calls(deps: RunDeps, chat: Chat) -> tuple[str, list[ToolCall]]:
@@ -56,19 +45,10 @@ async def _pending_calls(deps: RunDeps, chat: Chat) -> tuple[str, list[ToolCall]
     return run_id, pending
 
 
-def _answers(
-    user_id: str, run_id: str, pending: list[ToolCall], client: set[str], approvals: list[ClientApproval]
-) -> tuple[ApprovalAnswer, ...]:
-    """Each approval of a call the last run handed over for approval (422 for any other); taken by the run."""
-    owed = {call.id: call for call in pending if call.name not in client}
-    answers: dict[str, ApprovalAnswer] = {}
-    at = now_ms()
-    for approval in approvals:
-        call = owed.get(approval.tool_call_id)
-        if call is None or approval.approval_id != approval_id(call.id) or call.id in answers:
-            raise InvalidRequest(f"no approval request found with id {approval.approval_id}", param="messages")
-        answers[call.id] = ApprovalAnswer(run_id, call, approval.approved, user_id, at, approval.reason)
-    return tuple(answers.values())
+def approval_item(request_id: object, approve: object, reason: object) -> dict[str, Any]:
+    """A client's approval answer as the input item every wire's input takes (`mcp_approval_response`): its
+    fields are checked there (a string id, a boolean, an optional text)."""
+    return {"type": "mcp_approval_response", "approval_request_id": request_id, "approve": approve, "reason": reason}
 
 
 def client_chat_id(user_id: str, client_id: str) -> str:
@@ -88,18 +68,16 @@ async def start_client_turn(
     now: datetime | None = None,
     public_base_url: str = "",
     input_param: str = "messages",
-    approvals: list[ClientApproval] | None = None,
 ) -> PreparedTurn:
     """Check the input, create the caller's chat on first use, and take its lease (4xx errors before output).
 
     An existing chat keeps its agent; `agent_key` chooses the agent of a new one (unknown: 404). An error
-    about the input names `input_param` (the client's field) as its param. The client answers approvals in
-    its next request (`approvals`: the run decides and runs them first, runtime/client_approvals.py).
+    about the input names `input_param` (the client's field) as its param. A call that needs approval is
+    handed to the client (the run ends with it); its answer (`approval_item`) comes in a later request and is
+    decided here, once, before the turn runs the call (`wires/approval_answers.py`).
     """
     try:
-        return await _start(
-            deps, user_id, client_id, input_items, agent_key, tools, now, public_base_url, approvals or []
-        )
+        return await _start(deps, user_id, client_id, input_items, agent_key, tools, now, public_base_url)
     except AgentError as error:
         if error.param and error.param.startswith("input"):
             error.param = input_param
@@ -115,7 +93,6 @@ async def _start(
     tools: list[FunctionToolParam] | None,
     now: datetime | None,
     public_base_url: str,
-    approvals: list[ClientApproval],
 ) -> PreparedTurn:
     given = turn_input(input=input_items, tools=tools or [])  # 4xx before any read
     chat_id = client_chat_id(user_id, client_id)
@@ -125,8 +102,7 @@ async def _start(
     check_item_count(given.input, settings.max_input_items)
     check_unique_tools(given.tools)
     parsed = parse_input(given.input, sortable_id(), settings.max_message_bytes)
-    if parsed.messages or not approvals:  # only approvals: the run's decided calls start it
-        parsed.split()
+    parsed.split()
     plan = plan_turn(
         deps,
         user_id,
@@ -138,17 +114,19 @@ async def _start(
         now=now,
         public_base_url=public_base_url,
     )
-    plan.approvals_by_client = True
-    if tools or plan.parsed.outputs or approvals:
+    plan.approvals = "hand_over"  # the client answers in its next request: nobody can answer while it streams
+    if tools or parsed.outputs or parsed.approvals:
         # The calls the last run handed to the client are answered exactly (as /v1/responses requires): its
-        # tools' by their outputs, approvals by answers; a new user message leaves an approval unanswered.
+        # tools' by their outputs, approvals by decisions; a new user message leaves an approval unanswered.
         run_id, pending = await _pending_calls(deps, chat) if chat is not None else ("", [])
         client = {t.name for t in tools or []}
-        plan.approval_answers = _answers(user_id, run_id, pending, client, approvals)
-        answered = {answer.call.id for answer in plan.approval_answers}
-        continues = bool(plan.parsed.outputs or approvals)
-        owed = [c.id for c in pending if c.id not in answered and (continues or c.name in client)]
-        check_outputs(owed, plan.parsed)
+        check_outputs([c.id for c in pending if c.name in client], parsed)
+        if parsed.outputs or parsed.approvals:  # a continuation: every approval asked is decided too
+            asked = [approval_request_id(run_id, c.id) for c in pending if c.name not in client]
+            check_answered(asked, parsed.approvals)
+    if parsed.approvals:
+        assert chat is not None  # (answers were checked against its pending calls)
+        plan.decided = await decide(deps.store, user_id, chat.chat_id, parsed.approvals)
     if chat is None:
         at = now_ms()
         first = next((m.content for m in plan.parsed.messages if m.content), "")

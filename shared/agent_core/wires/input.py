@@ -103,18 +103,37 @@ class InputMessage:
     tool_name: str | None = None
 
 
+@dataclass(frozen=True)
+class ApprovalAnswer:
+    """An `mcp_approval_response` item: a person's decision on an approval request the server sent."""
+
+    request_id: str
+    approve: bool
+    reason: str = ""
+
+
 @dataclass
 class ParsedInput:
     messages: list[InputMessage] = field(default_factory=list)
     items: list[dict[str, Any]] = field(default_factory=list)  # the input items as stored (with ids)
+    approvals: list[ApprovalAnswer] = field(default_factory=list)
 
     @property
     def outputs(self) -> list[str]:
         """call_ids answered by function_call_output items."""
         return [m.tool_call_id for m in self.messages if m.role == Role.TOOL and m.tool_call_id]
 
-    def split(self) -> tuple[list[InputMessage], InputMessage]:
-        """History before the turn, and the message that starts it (a user message or a function output)."""
+    def split(self) -> tuple[list[InputMessage], InputMessage | None]:
+        """History before the turn, and the message that starts it (a user message or a function output); None
+        when approval responses start it (they continue the response that asked, with no new message)."""
+        if self.approvals:
+            if self.messages and self.messages[-1].role == Role.USER:
+                raise InvalidRequest(
+                    "mcp_approval_response items continue the response that asked: send a new message in a later "
+                    "request",
+                    param="input",
+                )
+            return self.messages, None
         if not self.messages or self.messages[-1].role not in (Role.USER, Role.TOOL):
             raise InvalidRequest("input must end with a user message or a function_call_output item", param="input")
         return self.messages[:-1], self.messages[-1]
@@ -216,6 +235,24 @@ class _Parser:
         self.out.messages.append(InputMessage(Role.TOOL, content, tool_call_id=call_id, tool_name=name))
         self.out.items.append(dict(item))
 
+    def approval_response(self, item: dict[str, Any], where: str) -> None:
+        request_id = _required(item, "approval_request_id", where)
+        approve = item.get("approve")
+        if not isinstance(approve, bool):
+            raise InvalidRequest("approve must be true or false", param=f"{where}.approve")
+        reason = item.get("reason") or ""
+        if not isinstance(reason, str):
+            raise InvalidRequest("reason must be a string", param=f"{where}.reason")
+        if any(answer.request_id == request_id for answer in self.out.approvals):
+            raise InvalidRequest(
+                f"approval request {request_id} is answered twice", param=f"{where}.approval_request_id"
+            )
+        self.out.approvals.append(ApprovalAnswer(request_id, approve, self.sized(reason, f"{where}.reason")))
+        stored = {"id": item.get("id") or self.item_id("mcpa"), "type": "mcp_approval_response"}
+        self.out.items.append(
+            {**stored, "approval_request_id": request_id, "approve": approve, "reason": reason or None}
+        )
+
     def parse(self, value: str | list[dict[str, Any]]) -> ParsedInput:
         if isinstance(value, str):
             self.sized(value, "input")
@@ -232,6 +269,10 @@ class _Parser:
                 self.function_output(item, where)
             elif kind == "mcp_call":
                 self.mcp_call(item, where)
+            elif kind == "mcp_approval_response":
+                self.approval_response(item, where)
+            elif kind == "mcp_approval_request":  # a stateless client's replay of what the server asked
+                self.out.items.append(dict(item))
             elif kind != "reasoning":  # reasoning items are not sent back to the model
                 raise InvalidRequest(f"unsupported input item type {kind!r}", param=f"{where}.type")
         return self.out

@@ -18,9 +18,10 @@ from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.models import Chat, Message, Role
 from agent_core.errors import AgentError, InvalidRequest, RunInProgress
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
-from agent_core.runtime.client_approvals import ApprovalAnswer
+from agent_core.runtime.approvals import ApprovalMode, DecidedCall
 from agent_core.runtime.ephemeral import ephemeral_deps
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, chat_name, prepare_turn, validate_message
+from agent_core.tools.service import ToolService
 from agent_core.wires.client_tools import TunedLlm, client_tool, request_agent, with_client_tools
 from agent_core.wires.input import FunctionToolParam, InputMessage, ParsedInput
 
@@ -40,8 +41,8 @@ class TurnPlan:
     now: datetime | None = None
     public_base_url: str = ""
     deadline_ms: int | None = None  # a blocking answer's turn deadline; else the stream deadline
-    approvals_by_client: bool = False  # the client answers approvals in its next request (UI stream, AG-UI)
-    approval_answers: tuple[ApprovalAnswer, ...] = ()  # the answers this request brings (decided by the run)
+    approvals: ApprovalMode = "wait"  # how a call needing approval waits (`hand_over`: the run ends with it)
+    decided: tuple[DecidedCall, ...] = ()  # approvals the request decided (`wires/responses/approvals.py`)
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,28 @@ def plan_turn(
     )
 
 
+APPROVAL_WIRES = "the native stream (/api/ap/query), /v1/responses with store: true, /api/ui-stream or /api/ag-ui"
+
+
+def gated_tools(agent: AgentDefinition, service: ToolService) -> list[str]:
+    """The agent's tools an approval policy may gate (its own `approval`/`approvals`, AGENT_TOOL_APPROVAL)."""
+    own = agent.approval_policies()
+    return sorted(name for name in {*agent.tool_names, *own} if name in own or service.gated(name))
+
+
+def refuse_approvals(agent: AgentDefinition, service: ToolService, wire: str, param: str = "model") -> None:
+    """A wire that cannot ask a person (Chat Completions, store:false, the stateless chain stream) refuses an
+    agent with gated tools it would offer: `approval_unsupported` naming the wires that can, before any work."""
+    gated = gated_tools(agent, service)
+    if gated:
+        raise InvalidRequest(
+            f"agent {agent.key!r} has tools that need a person's approval ({', '.join(gated)}), which {wire} "
+            f"cannot ask for; use {APPROVAL_WIRES}",
+            param=param,
+            code="approval_unsupported",
+        )
+
+
 def to_message(spec: InputMessage, chat_id: str, at: int) -> Message:
     """An input item's message, stored in the chat."""
     return Message(
@@ -132,13 +155,10 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
     model is called with the outputs last (`TurnRequest.continuation`).
     """
     deps, chat = plan.deps, plan.chat
-    if plan.approval_answers and not plan.parsed.messages:  # only approvals: the run's decided calls continue it
-        continuation, message, history = True, "", []
-    else:
-        prior, trigger = plan.parsed.split()
-        continuation = trigger.role != Role.USER
-        message = "" if continuation else trigger.content
-        history = [*prior, trigger] if continuation else prior
+    prior, trigger = plan.parsed.split()
+    continuation = trigger is None or trigger.role != Role.USER
+    message = "" if continuation or trigger is None else trigger.content
+    history = [*prior, trigger] if continuation and trigger is not None else prior
     if not continuation:
         try:
             validate_message(message, deps.settings.max_message_bytes)
@@ -173,8 +193,8 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
         public_base_url=plan.public_base_url,
         deadline_ms=plan.deadline_ms,
         continuation=continuation,
-        approvals_by_client=plan.approvals_by_client,
-        approval_answers=plan.approval_answers,
+        approvals=plan.approvals,
+        decided=plan.decided,
     )
     prepared = await prepare_turn(deps, request)
     if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry

@@ -38,8 +38,8 @@ from agent_core.domain.events import (
     ToolResult,
     ToolStart,
 )
-from agent_core.runtime.client_approvals import approval_id
 from agent_core.runtime.envelope import Envelope
+from agent_core.wires.approval_answers import approval_request_id
 from agent_core.wires.encoder import OpenCall, SseData, Terminal, WireEncoderBase
 
 Wire = dict[str, Any]
@@ -67,13 +67,15 @@ class UiStreamEncoder(WireEncoderBase[Wire | str]):
         super().__init__()
         self.message_id = message_id
         self.client_tools = client_tools
-        self._decided = set(decided)  # calls of the continued message whose approval this request answered
+        self._decided = decided  # calls of the continued message whose approval this request decided
         self._pieces: dict[str, list[str]] = {}  # native id -> the call's argument pieces so far
 
     def opening(self) -> list[Wire | str]:
         return [{"type": "start", "messageId": self.message_id}]
 
     def frames(self, event: Event, envelope: Envelope | Event) -> list[Wire | str]:
+        if isinstance(event, ToolStart | ToolArgs | ToolEnd) and event.tool_id in self._decided:
+            return []  # a call of the continued message, decided by this request: only its output is new
         match event:
             case ContentStart(content_id=native):
                 return [{"type": "text-start", "id": native}]
@@ -102,7 +104,9 @@ class UiStreamEncoder(WireEncoderBase[Wire | str]):
                 available = {"toolCallId": native, "toolName": call.name, "input": self._input(native)}
                 return [{"type": "tool-input-available", **available, **self._owner(call.name)}]
             case ToolApproval(tool_id=native) if native in self.calls:
-                return [{"type": "tool-approval-request", "approvalId": approval_id(native), "toolCallId": native}]
+                run_id = envelope.run_id if isinstance(envelope, Envelope) else ""
+                asked = approval_request_id(run_id, native)
+                return [{"type": "tool-approval-request", "approvalId": asked, "toolCallId": native}]
             case ToolResult(tool_id=native, result=result, status=status, reason=reason):
                 return self._output(native, result, status, reason)
             case ActionResult(action_id=native, result=result):
@@ -140,13 +144,11 @@ class UiStreamEncoder(WireEncoderBase[Wire | str]):
         return _CLIENT if name in self.client_tools else _SERVER
 
     def _output(self, native: str, result: Any, status: str, reason: str | None) -> list[Wire | str]:
-        if native in self._decided:  # a call of the continued message, decided by this request's approval
-            self._decided.discard(native)
-            if reason == "approval_denied":
-                return [{"type": "tool-output-denied", "toolCallId": native}]
-        elif self.calls.done(native) is None:
+        if self.calls.done(native) is None:
             return []
         self._pieces.pop(native, None)
+        if native in self._decided and reason == "approval_denied":
+            return [{"type": "tool-output-denied", "toolCallId": native}]
         if status == "ok":
             return [{"type": "tool-output-available", "toolCallId": native, "output": result, **_SERVER}]
         text = f"{status}: {reason or status}"

@@ -8,6 +8,7 @@ jwt mode, can be asked for) and keeps it for reuse; `report()` lists each functi
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
@@ -44,6 +45,9 @@ class FunctionReport:
 USAGE_DAILY_TOKENS = 1_000_000
 USAGE_REQUESTS_PER_MINUTE = 600
 USAGE_DAILY_COST_USD = 100.0
+# The `time` tool asks a person only for this zone: the tier's approval case calls it so.
+APPROVAL_ZONE = "Antarctica/Troll"
+TOOL_APPROVAL = {"time": {"when": {"arg": "timezone", "equals": APPROVAL_ZONE}, "reason": "the Troll station"}}
 
 
 @dataclass
@@ -77,6 +81,8 @@ class DeployedStack:
             "usageDailyTokenBudget": USAGE_DAILY_TOKENS,
             "usageRequestsPerMinute": USAGE_REQUESTS_PER_MINUTE,
             "usageDailyCostBudgetUsd": USAGE_DAILY_COST_USD,
+            # One rule every case but the approval case leaves alone (tests/deployed/test_stream.py).
+            "toolApproval": json.dumps(TOOL_APPROVAL),
         }
         synthesis = build.synthesize(base, outdir)
         synthesized = {DEFAULT_VARIANT: synthesis}

@@ -6,11 +6,11 @@ user and tool messages of `messages` are new input. The client's `tools` are fro
 to one ends the run (TOOL_CALL_START/ARGS/END, then RUN_FINISHED) and its `tool` message in the next
 run's input continues the conversation.
 
-A call that needs approval is put to the frontend as a call of the client tool `approve_tool_call` (id
-`approval-<call id>`, arguments {toolCallId, toolName, args, reason}; the frontend renders it and need not
+A call that needs approval is put to the frontend as a call of the client tool `approve_tool_call` (its id
+the approval request's, arguments {toolCallId, toolName, args, reason}; the frontend renders it and need not
 declare it: a declared tool of that name is never offered to the model). Its `tool` message in the next
-run's input answers it with the JSON {approve: true|false, reason?}: that run takes the answer once, runs
-(or refuses) the call, then the model goes on (docs/approval.md).
+run's input answers it with the JSON {approve: true|false, reason?}: the decision is taken once (409 for a
+replay), the call runs (or is refused), then the model goes on (docs/approval.md).
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.sse import EventStream, stream_run
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
-from agent_core.runtime.client_approvals import APPROVAL_ID_PREFIX
 from agent_core.runtime.pending import PendingTurn
 from agent_core.wires.ag_ui import APPROVAL_TOOL, AgUiEncoder
-from agent_core.wires.client_turn import ClientApproval, start_client_turn
+from agent_core.wires.approval_answers import approval_wait
+from agent_core.wires.client_turn import approval_item, start_client_turn
 from agent_core.wires.input import function_tools
 
 router = APIRouter(prefix="/api", tags=["ag-ui"], responses=error_responses(400, 401, 404, 409, 413, 422))
@@ -38,7 +38,6 @@ Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
 AgentKey = Annotated[str, Path(min_length=1, max_length=64)]
 MAX_THREAD_ID = 128
-MAX_REASON = 2000  # characters of a person's reason (as POST /api/ap/submit)
 
 
 def _text(content: Any, where: str) -> str:
@@ -50,63 +49,57 @@ def _text(content: Any, where: str) -> str:
     return "\n".join(cast(list[str], texts))
 
 
-def _approval(message: ToolMessage, where: str) -> ClientApproval:
-    """The answer to an approval (`approve_tool_call`'s result): {"approve": true|false, "reason"?: text}."""
+def _approval(message: ToolMessage, where: str) -> dict[str, Any]:
+    """The answer to an approval (`approve_tool_call`'s result, `{"approve": true|false, "reason"?: text}`) as
+    an input item (checked as every wire's approval answers are)."""
     try:
         answer = json.loads(_text(message.content, where))
     except ValueError:
         answer = None
-    approve = answer.get("approve") if isinstance(answer, dict) else None
-    reason = answer.get("reason") if isinstance(answer, dict) else None
-    if not isinstance(approve, bool) or not (reason is None or (isinstance(reason, str) and len(reason) <= MAX_REASON)):
+    if not isinstance(answer, dict):
         raise InvalidRequest(
-            f'an approval\'s result is {{"approve": true|false, "reason"?: text of at most {MAX_REASON}}}',
-            param=f"{where}.content",
+            'an approval\'s result is {"approve": true|false, "reason"?: text}', param=f"{where}.content"
         )
-    call_id = message.tool_call_id.removeprefix(APPROVAL_ID_PREFIX)
-    return ClientApproval(call_id, message.tool_call_id, approve, reason or "")
+    return approval_item(message.tool_call_id, answer.get("approve"), answer.get("reason"))
 
 
-def _new_input(body: RunAgentInput) -> tuple[list[dict[str, Any]], list[ClientApproval]]:
-    """The trailing user and tool messages as input items (the earlier ones are the stored history), and the
-    answers to approvals among them."""
+def _new_input(body: RunAgentInput) -> list[dict[str, Any]]:
+    """The trailing user and tool messages as input items (the earlier ones are the stored history); the result
+    of an `approve_tool_call` call is the decision on the approval it asked for."""
     start = len(body.messages)
     while start > 0 and body.messages[start - 1].role in ("user", "tool"):
         start -= 1
     items: list[dict[str, Any]] = []
-    approvals: list[ClientApproval] = []
     for n in range(start, len(body.messages)):
         message, where = body.messages[n], f"messages[{n}]"
         if isinstance(message, UserMessage):
             items.append({"type": "message", "role": "user", "content": _text(message.content, where)})
-        elif isinstance(message, ToolMessage) and message.tool_call_id.startswith(APPROVAL_ID_PREFIX):
-            approvals.append(_approval(message, where))
+        elif isinstance(message, ToolMessage) and approval_wait(message.tool_call_id) is not None:
+            items.append(_approval(message, where))
         elif isinstance(message, ToolMessage):
             output = _text(message.content, where)
             items.append({"type": "function_call_output", "call_id": message.tool_call_id, "output": output})
-    if not items and not approvals:
+    if not items:
         raise InvalidRequest("messages must end with a user message or tool results", param="messages")
-    return items, approvals
+    return items
 
 
 async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx: AppContext, user: str) -> EventStream:
     if not body.thread_id or len(body.thread_id) > MAX_THREAD_ID:
         raise InvalidRequest(f"threadId must have 1 to {MAX_THREAD_ID} characters", param="threadId")
     tools = function_tools([t for t in body.tools or [] if t.name != APPROVAL_TOOL])
-    items, approvals = _new_input(body)
     prepared = await start_client_turn(
         ctx.deps,
         user,
         client_id=body.thread_id,
-        input_items=items,
+        input_items=_new_input(body),
         agent_key=agent_key,
         tools=tools,
         now=request_now(request),
         public_base_url=link_base(request),
-        approvals=approvals,
     )
     turn_events = PendingTurn(prepared)
-    decided = frozenset(a.call.id for a in prepared.request.approval_answers)
+    decided = frozenset(d.call.id for d in prepared.request.decided)
     encoder = AgUiEncoder(body.thread_id, body.run_id, client_tools=frozenset(t.name for t in tools), decided=decided)
     return stream_run(ctx, encoder, turn_events.events(), turn=turn_events)
 

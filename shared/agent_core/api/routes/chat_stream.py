@@ -26,6 +26,7 @@ from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn, validate_message
 from agent_core.tools.registry import ToolRegistry
 from agent_core.wires.native import NativeEncoder
+from agent_core.wires.turn import refuse_approvals
 
 router = APIRouter(prefix="/api/chat", tags=["chain"], responses=error_responses(401, 413, 422))
 
@@ -93,6 +94,8 @@ async def chain_stream(
     agent = ctx.deps.agents.get(body.agent_name, param="agentName")
     # Nothing is stored here, so a frontend tool's submit could never match: none is offered.
     agent = chain_agent(agent.model_copy(update=without_frontend_tools(agent, ctx.deps.tools.registry)), body)
+    # Nor could an approval's answer: an agent with gated tools is refused (400 approval_unsupported).
+    refuse_approvals(agent, ctx.deps.tools, "the stateless /api/chat/stream", param="agentName")
     deps = ephemeral_deps(ctx.deps, agent)
     history = [(Role(m.role.upper()), m.content) for m in body.messages[:-1]]
     chat = await seed_chat(deps, user, agent.key, history)

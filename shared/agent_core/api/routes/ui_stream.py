@@ -7,8 +7,8 @@ run continues from that output.
 
 A call that needs approval ends the run with its `tool-approval-request`; the next request's assistant
 message carries the part in state `approval-responded` with `approval: {id, approved, reason?}` (what
-`addToolApprovalResponse` writes): the run takes the answer once, runs (or refuses) the call, then the model
-answers, streamed as the continuation of that message (docs/approval.md).
+`addToolApprovalResponse` writes): the decision is taken once (409 for a replay), the call runs (or is
+refused), then the model answers, streamed as the continuation of that message (docs/approval.md).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from agent_core.api.sse import EventStream, stream_run
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
 from agent_core.runtime.pending import PendingTurn
-from agent_core.wires.client_turn import ClientApproval, start_client_turn
+from agent_core.wires.client_turn import approval_item, start_client_turn
 from agent_core.wires.input import function_tools
 from agent_core.wires.ui_stream import HEADERS, UiStreamEncoder
 
@@ -33,7 +33,6 @@ router = APIRouter(prefix="/api", tags=["ui stream"], responses=error_responses(
 
 Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
-MAX_REASON = 2000  # characters of a person's reason (as POST /api/ap/submit)
 
 
 class UiMessage(BaseModel):
@@ -88,71 +87,65 @@ def _output(part: dict[str, Any], where: str) -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": call_id, "output": output}
 
 
-def _approval(part: dict[str, Any], where: str) -> ClientApproval:
-    """A tool part in state `approval-responded`: the person's answer (ai 6's `approval` object)."""
-    call_id, approval = part.get("toolCallId"), part.get("approval")
-    if not isinstance(call_id, str) or not isinstance(approval, dict):
-        raise InvalidRequest("an approval-responded part needs its toolCallId and approval", param=where)
-    given, approved, reason = approval.get("id"), approval.get("approved"), approval.get("reason")
-    if not isinstance(given, str) or not isinstance(approved, bool):
-        raise InvalidRequest("approval needs its id and approved (a boolean)", param=f"{where}.approval")
-    if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON):
-        raise InvalidRequest(f"approval.reason must be text of at most {MAX_REASON} characters", param=where)
-    return ClientApproval(call_id, given, approved, reason or "")
+def _approval(part: dict[str, Any], where: str) -> dict[str, Any]:
+    """A tool part in state `approval-responded`: the person's decision (ai 6's `approval` object) as an input
+    item (its id, `approved` and `reason` are checked as every wire's approval answers are)."""
+    approval = part.get("approval")
+    if not isinstance(approval, dict):
+        raise InvalidRequest("an approval-responded part needs its approval", param=where)
+    return approval_item(approval.get("id"), approval.get("approved"), approval.get("reason"))
 
 
-def _new_input(body: UiStreamIn) -> tuple[list[dict[str, Any]], list[ClientApproval]]:
+def _new_input(body: UiStreamIn) -> list[dict[str, Any]]:
     """The user's new message, or what the returned assistant message answers: the outputs of the client's
-    tools and the approvals of calls that needed one."""
+    tools and the decisions on calls that needed approval."""
     if body.trigger != "submit-message":
         raise InvalidRequest("only trigger submit-message is supported", param="trigger", code="unsupported_trigger")
     last, where = body.messages[-1], f"messages[{len(body.messages) - 1}]"
     if last.role == "assistant":
         client = {t.name for t in body.tools}
-        outputs = [
+        answers = [
             _output(part, f"{where}.parts[{n}]")
             for n, part in enumerate(last.parts)
             if _tool_name(part) in client
             and not part.get("providerExecuted")
             and part.get("state") in ("output-available", "output-error")
         ]
-        approvals = [
+        answers += [
             _approval(part, f"{where}.parts[{n}]")
             for n, part in enumerate(last.parts)
             if _tool_name(part) is not None and part.get("state") == "approval-responded"
         ]
-        if not outputs and not approvals:
+        if not answers:
             raise InvalidRequest(
                 "the assistant message carries no output of the client's tools and no approval", param="messages"
             )
-        return outputs, approvals
+        return answers
     if last.role != "user":
         raise InvalidRequest("the last message must be the user's new message", param="messages")
     texts = [p.get("text") for p in last.parts if p.get("type") == "text"]
     if not texts or not all(isinstance(t, str) for t in texts):
         raise InvalidRequest("the user message needs a text part", param="messages")
-    return [{"type": "message", "role": "user", "content": "\n".join(cast(list[str], texts))}], []
+    return [{"type": "message", "role": "user", "content": "\n".join(cast(list[str], texts))}]
 
 
 @router.post("/ui-stream", response_class=EventStreamResponse)
 async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) -> EventStream:
     """One assistant message as UI message chunks; the chat `id` is a chat of the caller (created on first use)."""
     tools = function_tools(body.tools or [])
-    items, approvals = _new_input(body)
     prepared = await start_client_turn(
         ctx.deps,
         user,
         client_id=body.id,
-        input_items=items,
+        input_items=_new_input(body),
         tools=tools,
         now=request_now(request),
         public_base_url=link_base(request),
-        approvals=approvals,
     )
     turn_events = PendingTurn(prepared)
     last = body.messages[-1]
     # A request that answers the last message's calls continues that message (useChat appends to it).
     message_id = last.id if last.role == "assistant" else f"msg_{prepared.run.run_id}"
-    decided = frozenset(a.call.id for a in prepared.request.approval_answers)
+    decided = frozenset(d.call.id for d in prepared.request.decided)
     encoder = UiStreamEncoder(message_id, client_tools=frozenset(t.name for t in tools), decided=decided)
     return stream_run(ctx, encoder, turn_events.events(), turn=turn_events, headers=HEADERS)

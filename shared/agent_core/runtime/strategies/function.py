@@ -79,7 +79,7 @@ async def function_loop(
         if not ends:
             yield Draft(step_result.text()) if draft else FinalAnswer(step_result.text())
             return
-        if not draft and any(r.handed_over(call) for call, _ in ends):
+        if not draft and any(r.hands_over(call) for call, _ in ends):
             async for item in _hand_over(r, ends, step_result.text()):
                 yield item
             return
@@ -119,28 +119,23 @@ def count_fallback(reason: str) -> None:
 
 
 async def _hand_over(r: AgentRun, ends: list[tuple[ToolCall, Event]], text: str) -> AsyncIterator[Event | NextStep]:
-    """The model called tools the caller runs itself (or calls whose approval it gives): the run ends here with
-    finishReason `tool_calls`.
+    """The model called tools the caller runs itself (or decides later: approvals handed over): the run ends
+    here with finishReason `tool_calls`.
 
     Server-side calls of the same step still run first, so every call in the history but the caller's
-    has its result; the caller's outputs (or approvals) arrive with its next request.
+    has its result; the caller's outputs (or decisions) arrive with its next request. A handed-over approval
+    has its WAIT item opened and its `tool.approval` sent (`end_calls`).
     """
-    client = r.client_tools
-    mine = [r.handed_over(call) for call, _ in ends]
-    server = [pair for pair, handed in zip(ends, mine, strict=True) if not handed]
-    for call, end in ends:
-        if call.name in client:
-            yield end
-    asked = [(call, end) for (call, end), handed in zip(ends, mine, strict=True) if handed and call.name not in client]
-    async for event in r.end_calls(asked, handed=True):
-        yield event  # calls that need approval: each one's WAIT item, end and `tool.approval`
+    handed = [(call, end) for call, end in ends if r.hands_over(call)]
+    server = [(call, end) for call, end in ends if not r.hands_over(call)]
+    async for event in r.end_calls(handed, handed=True):
+        yield event
     async for event in r.end_calls(server):
         yield event
     if server:
         async for event in r.run_calls([call for call, _ in server], content=text):
             yield event
-    handed = tuple(call for (call, _), handed in zip(ends, mine, strict=True) if handed)
-    yield WaitForClient(text, handed, stored="" if server else text)
+    yield WaitForClient(text, tuple(call for call, _ in handed), stored="" if server else text)
 
 
 async def settle_answer(

@@ -27,12 +27,14 @@ from agent_core.domain.events import (
     RunCancel,
     RunComplete,
     RunError,
+    ToolApproval,
     ToolArgs,
     ToolEnd,
     ToolResult,
     ToolStart,
 )
 from agent_core.runtime.envelope import Envelope
+from agent_core.wires.approval_answers import approval_request_id
 from agent_core.wires.encoder import OpenCall, SseData, Terminal, WireEncoderBase
 from agent_core.wires.responses.aggregate import ResponseAggregator, usage_object
 from agent_core.wires.responses.items import mcp_names
@@ -104,6 +106,9 @@ class ResponsesEncoder(WireEncoderBase[Wire]):
                 return self._result(native, result, status, reason)
             case ActionResult(action_id=native, result=result):
                 return self._result(native, result, "ok", None)
+            case ToolApproval(tool_id=native, tool_name=name, args=args):
+                run_id = envelope.run_id if isinstance(envelope, Envelope) else ""
+                return self._approval(native, name, args, run_id)
         return []
 
     def fail(self, code: str, message: str) -> list[Wire]:
@@ -251,6 +256,23 @@ class ResponsesEncoder(WireEncoderBase[Wire]):
         item["error"] = None if ok else _failure(status, reason, result)
         events.append(self._done(native_id, item))
         return events
+
+    def _approval(self, native_id: str, name: str, args: object, run_id: str) -> list[Wire]:
+        """The call waits for a person: its mcp_call ends not run (incomplete), an mcp_approval_request follows.
+
+        The request's id names the run and the call (`approval_request_id`); the caller answers it with an
+        `mcp_approval_response` in its next request (`previous_response_id` or the conversation)."""
+        events: list[Wire] = []
+        opened = self._open.get(native_id)
+        if opened is not None and opened.kind == "mcp_call":
+            events.append(self._done(native_id, {**self.aggregator.item(opened.index), "status": "incomplete"}))
+        label, tool = mcp_names(name, self.server_label)
+        request_id = approval_request_id(run_id, native_id)
+        item: Wire = {"type": "mcp_approval_request", "id": request_id, "server_label": label, "name": tool}
+        item["arguments"] = json.dumps(args, ensure_ascii=False)
+        key = f"approval:{native_id}"
+        added_item, added = self._add(key, "mcp_approval_request", "mcpr", item)
+        return [*events, added, self._done(key, {**self.aggregator.item(added_item.index), **item})]
 
     def _complete(self, finish_reason: str, usage: dict[str, int] | None) -> Wire:
         done = {"usage": usage_object(usage), "completed_at": _now()}

@@ -13,11 +13,13 @@ from agent_core.container import RunDeps
 from agent_core.domain.ids import sortable_id
 from agent_core.domain.models import Chat
 from agent_core.errors import InvalidRequest, NotFound, RunInProgress
+from agent_core.runtime.approvals import DecidedCall
 from agent_core.store.responses import ACTIVE, ResponseRecord, ResponseStore
-from agent_core.wires.input import check_outputs, check_self_contained, parse_input
+from agent_core.wires.input import ParsedInput, check_outputs, check_self_contained, parse_input
 from agent_core.wires.responses.aggregate import response_object
+from agent_core.wires.responses.approvals import check_answered, decide, pending_approvals
 from agent_core.wires.responses.request import ResponseCreate, check_limits, check_rules, pending_calls
-from agent_core.wires.turn import LlmOptions, TurnPlan, plan_turn
+from agent_core.wires.turn import LlmOptions, TurnPlan, plan_turn, refuse_approvals
 
 
 def new_response_id() -> str:
@@ -92,6 +94,21 @@ async def _chat(deps: RunDeps, body: ResponseCreate, previous: ResponseRecord | 
     return chat
 
 
+async def _decide(
+    deps: RunDeps, body: ResponseCreate, chat: Chat | None, parsed: ParsedInput, user_id: str
+) -> tuple[DecidedCall, ...]:
+    """The approvals the input decides (consumed now, once: a replay is 409), for a stored conversation only."""
+    if not parsed.approvals:
+        return ()
+    if not body.stored or chat is None:
+        raise InvalidRequest(
+            "mcp_approval_response items continue a stored response: give previous_response_id or conversation",
+            param="input",
+            code="approval_needs_previous_response",
+        )
+    return await decide(deps.store, user_id, chat.chat_id, parsed.approvals)
+
+
 async def plan_response(
     deps: RunDeps,
     responses: ResponseStore,
@@ -122,6 +139,9 @@ async def plan_response(
             raise RunInProgress("the previous response is still running", param="previous_response_id")
         check_outputs(pending_calls(previous.response.get("output") or []), parsed)
     chat = await _chat(deps, body, previous, user_id)
+    if previous is not None:
+        check_answered(pending_approvals(previous.response.get("output") or []), parsed.approvals)
+    decided = await _decide(deps, body, chat, parsed, user_id)
     options = LlmOptions(body.temperature, body.max_output_tokens, body.tool_choice, body.parallel_tool_calls)
     turn = plan_turn(
         deps,
@@ -136,5 +156,9 @@ async def plan_response(
         now=now,
         public_base_url=public_base_url,
     )
+    if not body.stored and body.tool_choice != "none":
+        refuse_approvals(turn.agent, turn.deps.tools, "Chat Completions or a Responses request with store: false")
+    if body.stored:  # a call that needs approval ends the Response with an mcp_approval_request
+        turn.approvals, turn.decided = "hand_over", decided
     fields = {f.name: getattr(turn, f.name) for f in dataclasses.fields(TurnPlan)}
     return ResponsePlan(**fields, response_id=response_id, body=body, created_at=created_at or int(time.time()))

@@ -1,0 +1,15 @@
+"""Approvals a client decides in its next request (`mcp_approval_response` on /v1/responses): the pending ones
+of a stored response; deciding them is shared with the other wires that hand approvals over
+(`wires/approval_answers.py`).
+"""
+
+from __future__ import annotations
+
+from agent_core.wires.approval_answers import check_answered, decide
+
+__all__ = ["check_answered", "decide", "pending_approvals"]
+
+
+def pending_approvals(output: list[dict[str, object]]) -> list[str]:
+    """The ids of a response's `mcp_approval_request` items: the caller owes their decisions."""
+    return [str(item["id"]) for item in output if item.get("type") == "mcp_approval_request"]

@@ -1,0 +1,117 @@
+"""Approvals on /v1/responses, driven by the real openai SDK over loopback HTTP on moto (tests/support/responses_app.py):
+the response ends with an `mcp_approval_request`; the next request's `mcp_approval_response` decides it, once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+import pytest
+from openai.types.responses import Response
+
+from agent_core.context import AppContext
+from agent_core.domain.approval import parse_policy
+from tests.support.approvals import RecordingTool
+from tests.support.openai_stub import OpenAiStub, StubScript
+
+
+@pytest.fixture
+def note_tool(context: AppContext) -> RecordingTool:
+    """`write_note` on the main agent, every call of it gated by the deployment's approval rules."""
+    tool = RecordingTool()
+    context.deps.tools.registry.register(tool)
+    context.deps.tools.approvals["write_note"] = [parse_policy("always")]
+    for agent in context.deps.agents.all():
+        agent.tools.append(type(agent.tools[0])(name="write_note"))
+    return tool
+
+
+def _asks(openai_stub: OpenAiStub, client: openai.OpenAI) -> Response:
+    openai_stub.enqueue(
+        StubScript.tool_calls([{"id": "call_n", "name": "write_note", "arguments": {"path": "a.txt", "content": "hi"}}])
+    )
+    return client.responses.create(model="main-agent", input="write a note")
+
+
+def _answer(client: openai.OpenAI, previous: str, request_id: str, approve: bool, **extra: Any) -> Response:
+    item = {"type": "mcp_approval_response", "approval_request_id": request_id, "approve": approve, **extra}
+    return client.responses.create(model="main-agent", previous_response_id=previous, input=[item])
+
+
+def test_an_approved_call_runs_once_in_the_next_response(
+    client: openai.OpenAI, openai_stub: OpenAiStub, note_tool: RecordingTool
+) -> None:
+    # Given a model that calls a gated tool
+    first = _asks(openai_stub, client)
+    # Then the response ends with the approval request; nothing ran
+    assert first.status == "completed" and note_tool.executions == []
+    request = next(o for o in first.output if o.type == "mcp_approval_request")
+    assert request.name == "write_note" and request.server_label == "main-agent"
+    assert request.arguments == '{"path": "a.txt", "content": "hi"}'
+    assert first.output[-1].type == "mcp_approval_request"
+    # When the client approves it in the next request
+    openai_stub.enqueue(StubScript.text("Written."))
+    second = _answer(client, first.id, request.id, True)
+    # Then the tool ran once, as an mcp_call of that response, and the model read its result
+    assert note_tool.executions == ["call_n"]
+    call = next(o for o in second.output if o.type == "mcp_call")
+    assert call.name == "write_note" and call.status == "completed" and call.output is not None
+    assert "a.txt" in call.output and second.output_text == "Written."
+    sent = openai_stub.requests[-1]["messages"]
+    assert next(m for m in sent if m.get("tool_calls"))["tool_calls"][0]["id"] == "call_n"
+    assert any(m["role"] == "tool" and m["tool_call_id"] == "call_n" and "a.txt" in m["content"] for m in sent)
+    # And a replay of the same answer is refused (409), running nothing
+    with pytest.raises(openai.ConflictError) as replayed:
+        _answer(client, first.id, request.id, True)
+    assert isinstance(replayed.value.body, dict) and replayed.value.body["code"] == "approval_already_decided"
+    assert note_tool.executions == ["call_n"]
+
+
+def test_a_denied_call_never_runs_and_the_model_reads_the_denial(
+    client: openai.OpenAI, openai_stub: OpenAiStub, note_tool: RecordingTool
+) -> None:
+    first = _asks(openai_stub, client)
+    request = next(o for o in first.output if o.type == "mcp_approval_request")
+    openai_stub.enqueue(StubScript.text("I did not write it."))
+    with client.responses.stream(
+        model="main-agent",
+        previous_response_id=first.id,
+        input=[{"type": "mcp_approval_response", "approval_request_id": request.id, "approve": False, "reason": "no"}],
+    ) as stream:
+        types = [e.type for e in stream]
+        second = stream.get_final_response()
+    assert note_tool.executions == [] and "response.mcp_call.failed" in types
+    call = next(o for o in second.output if o.type == "mcp_call")
+    assert call.status == "failed" and call.error is not None
+    told = next(m for m in openai_stub.requests[-1]["messages"] if m.get("tool_call_id") == "call_n")
+    assert "approval_denied" in told["content"] and "no" in told["content"]
+
+
+def test_approval_answers_that_do_not_fit_are_refused_before_any_work(
+    client: openai.OpenAI, openai_stub: OpenAiStub, note_tool: RecordingTool
+) -> None:
+    first = _asks(openai_stub, client)
+    request = next(o for o in first.output if o.type == "mcp_approval_request")
+    asked = len(openai_stub.requests)
+    # An unknown request id, a missing answer, a new message instead, no previous response
+    with pytest.raises(openai.BadRequestError) as unknown:
+        _answer(client, first.id, "mcpr_nope__x", True)
+    assert isinstance(unknown.value.body, dict) and unknown.value.body["code"] == "approval_request_not_found"
+    with pytest.raises(openai.BadRequestError) as missing:
+        client.responses.create(model="main-agent", previous_response_id=first.id, input="hello?")
+    assert isinstance(missing.value.body, dict) and missing.value.body["code"] == "approval_response_missing"
+    with pytest.raises(openai.BadRequestError) as alone:
+        client.responses.create(
+            model="main-agent",
+            input=[{"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}],
+        )
+    assert isinstance(alone.value.body, dict) and alone.value.body["code"] == "approval_needs_previous_response"
+    # Another user cannot decide it
+    other = openai.OpenAI(base_url=str(client.base_url), api_key="user-b", max_retries=0, timeout=30)
+    with pytest.raises(openai.BadRequestError):
+        _answer(other, first.id, request.id, True)
+    assert len(openai_stub.requests) == asked and note_tool.executions == []
+    # The owner's answer still decides it
+    openai_stub.enqueue(StubScript.text("Done."))
+    assert _answer(client, first.id, request.id, True).output_text == "Done."
+    assert note_tool.executions == ["call_n"]
