@@ -416,3 +416,26 @@ def test_a_path_that_cannot_hand_a_call_over_refuses_it_without_asking(
     [refused] = [c for c in result["chunks"] if c["type"] == "tool-output-error"]
     assert "approval_unavailable" in refused["errorText"] and tool.executions == []
     assert result["chunks"][-1] == {"type": "finish", "finishReason": "stop"}
+
+
+def test_every_approval_asked_is_decided_in_one_request(
+    ai_modules: Path, base_url: str, openai_stub: OpenAiStub, context: AppContext
+) -> None:
+    tool = gate_writer(context, [])
+    calls = [{"id": f"call_{n}", "name": "write_note", "arguments": NOTE} for n in ("a", "b")]
+    openai_stub.enqueue(StubScript.tool_calls(calls))
+    first = _chat(ai_modules, base_url, "chat-both", "Write two notes")
+    requests = [c for c in first["chunks"] if c["type"] == "tool-approval-request"]
+    assert [r["toolCallId"] for r in requests] == ["call_a", "call_b"]
+    question = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Write two notes"}]}
+    # One of the two decided: refused before any work (as lastAssistantMessageIsCompleteWithApprovalResponses
+    # waits for both); both decided: the approved one runs, the denied one does not
+    half = _answer(first["message"], requests[0]["approvalId"], True)
+    assert _refused(_post(base_url, "chat-both", [question, half])) == (422, "approval_response_missing", "messages")
+    assert tool.executions == []
+    openai_stub.enqueue(StubScript.text("One written."))
+    both = _answer(half, requests[1]["approvalId"], False)
+    second = _chat(ai_modules, base_url, "chat-both", "", messages=[question, both])
+    assert second["approved"] is True and second["error"] is None
+    states = {p["toolCallId"]: p["state"] for p in second["message"]["parts"] if p["type"] == "dynamic-tool"}
+    assert states == {"call_a": "output-available", "call_b": "output-denied"} and tool.executions == ["call_a"]
