@@ -84,7 +84,7 @@ def test_an_approval_answered_through_the_submit_function_resumes_the_run(stack:
         StubScript.text("Troll time, approved."),
     )
     response = stack.function("stream").invoke_streaming(
-        http_v2_event("POST", "/api/ap/query", {"message": "what time is it at Troll?"}, DAVE)
+        http_v2_event("POST", "/api/ap/query", {"message": "the Troll station, please"}, DAVE)
     )
     assert response.status == 200
     events: list[dict[str, Any]] = []

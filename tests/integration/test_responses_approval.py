@@ -13,6 +13,7 @@ from agent_core.context import AppContext
 from agent_core.domain.approval import parse_policy
 from tests.support.approvals import RecordingTool
 from tests.support.openai_stub import OpenAiStub, StubScript
+from tests.support.responses_app import wait_status
 
 
 @pytest.fixture
@@ -115,3 +116,31 @@ def test_approval_answers_that_do_not_fit_are_refused_before_any_work(
     openai_stub.enqueue(StubScript.text("Done."))
     assert _answer(client, first.id, request.id, True).output_text == "Done."
     assert note_tool.executions == ["call_n"]
+
+
+def test_a_background_answer_and_a_retried_create_decide_once(
+    client: openai.OpenAI, openai_stub: OpenAiStub, note_tool: RecordingTool
+) -> None:
+    # Given two approval requests answered: one in a background response, one by a create retried with its key
+    first = _asks(openai_stub, client)
+    request = next(o for o in first.output if o.type == "mcp_approval_request")
+    openai_stub.enqueue(StubScript.text("Written in the background."))
+    item = {"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}
+    queued = client.responses.create(model="main-agent", previous_response_id=first.id, input=[item], background=True)
+    done = wait_status(client, queued.id, {"completed", "failed"})
+    # Then the background run (planned twice: the create, then its run) consumed the approval once and ran it
+    assert done.status == "completed" and done.output_text == "Written in the background."
+    assert note_tool.executions == ["call_n"]
+    openai_stub.enqueue(StubScript.tool_calls([{"id": "call_m", "name": "write_note", "arguments": {"path": "b.txt"}}]))
+    again = client.responses.create(model="main-agent", previous_response_id=done.id, input="one more note")
+    second = next(o for o in again.output if o.type == "mcp_approval_request")
+    openai_stub.enqueue(StubScript.text("Second note written."))
+    answer = {"type": "mcp_approval_response", "approval_request_id": second.id, "approve": True}
+    key = {"Idempotency-Key": "approve-second-note"}
+    created = [
+        client.responses.create(model="main-agent", previous_response_id=again.id, input=[answer], extra_headers=key)
+        for _ in range(2)
+    ]
+    # And the retry answered with the first attempt's Response: the note was written once
+    assert created[0].id == created[1].id and created[1].output_text == "Second note written."
+    assert note_tool.executions == ["call_n", "call_m"]

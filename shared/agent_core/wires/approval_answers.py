@@ -4,9 +4,10 @@ its caller (`TurnRequest.approvals == "hand_over"`): the Responses API (`mcp_app
 `approval-responded`) and AG-UI (a call of `approve_tool_call` / its `tool` message).
 
 The request's id names the run that asked and the call (`approval_request_id`); each answer consumes the WAIT
-item that run left (its conditional update, as `POST /api/ap/submit {approve}` does), so an approval request
-is decided once: a replayed or concurrent request finds it decided and is refused (409) before any work. The
-decided calls run first in the continuation (`TurnRequest.decided`).
+item that run left (`find` reads them, `decide` consumes each by its conditional update right before the turn
+opens, as `POST /api/ap/submit {approve}` does), so an approval request is decided once: a replayed or
+concurrent request finds it decided and is refused (409) before any work. The decided calls run first in the
+continuation (`TurnRequest.decided`).
 """
 
 from __future__ import annotations
@@ -52,9 +53,12 @@ def check_answered(pending: list[str], answers: list[ApprovalAnswer]) -> None:
             )
 
 
-async def decide(store: Store, user_id: str, chat_id: str, answers: list[ApprovalAnswer]) -> tuple[DecidedCall, ...]:
-    """Each answer's approval request found (this user's, this conversation's), then decided: the calls to run."""
-    found: list[tuple[ApprovalAnswer, Wait]] = []
+Found = list[tuple[ApprovalAnswer, Wait]]
+
+
+async def find(store: Store, user_id: str, chat_id: str, answers: list[ApprovalAnswer]) -> Found:
+    """Each answer's approval request (this user's, this conversation's): reads only, 400 for any not found."""
+    found: Found = []
     for answer in answers:
         names = approval_wait(answer.request_id)
         wait = await store.get_wait(*names) if names is not None else None
@@ -64,6 +68,13 @@ async def decide(store: Store, user_id: str, chat_id: str, answers: list[Approva
         if pointer.chat_id != chat_id:
             raise request_not_found(answer.request_id)
         found.append((answer, wait))
+    return found
+
+
+async def decide(store: Store, user_id: str, found: Found) -> tuple[DecidedCall, ...]:
+    """Consume each approval (its WAIT item's conditional update): the calls to run, or 409 when one was decided
+    (or expired) before. Done right before the turn opens: a create planned twice (a background response, a
+    retried create) consumes once."""
     decided: list[DecidedCall] = []
     for answer, wait in found:
         decision = ApprovalDecision(approved=answer.approve, by=user_id, at_ms=now_ms(), reason=answer.reason)

@@ -19,7 +19,7 @@ from agent_core.domain.ids import now_ms, sortable_id
 from agent_core.domain.models import Chat, Role, ToolCall
 from agent_core.errors import AgentError
 from agent_core.runtime.turn import PreparedTurn, chat_name
-from agent_core.wires.approval_answers import approval_request_id, check_answered, decide
+from agent_core.wires.approval_answers import approval_request_id, check_answered, decide, find
 from agent_core.wires.input import (
     FunctionToolParam,
     check_item_count,
@@ -124,9 +124,10 @@ async def _start(
         if parsed.outputs or parsed.approvals:  # a continuation: every approval asked is decided too
             asked = [approval_request_id(run_id, c.id) for c in pending if c.name not in client]
             check_answered(asked, parsed.approvals)
-    if parsed.approvals:
+    if parsed.approvals:  # found, then consumed once (409 for a replay) right before the turn opens
         assert chat is not None  # (answers were checked against its pending calls)
-        plan.decided = await decide(deps.store, user_id, chat.chat_id, parsed.approvals)
+        found = await find(deps.store, user_id, chat.chat_id, parsed.approvals)
+        plan.decided = await decide(deps.store, user_id, found)
     if chat is None:
         at = now_ms()
         first = next((m.content for m in plan.parsed.messages if m.content), "")

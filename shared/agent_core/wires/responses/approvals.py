@@ -1,13 +1,13 @@
 """Approvals a client decides in its next request (`mcp_approval_response` on /v1/responses): the pending ones
-of a stored response; deciding them is shared with the other wires that hand approvals over
+of a stored response; finding and deciding them is shared with the other wires that hand approvals over
 (`wires/approval_answers.py`).
 """
 
 from __future__ import annotations
 
-from agent_core.wires.approval_answers import check_answered, decide
+from agent_core.wires.approval_answers import Found, check_answered, decide, find
 
-__all__ = ["check_answered", "decide", "pending_approvals"]
+__all__ = ["Found", "check_answered", "decide", "find", "pending_approvals"]
 
 
 def pending_approvals(output: list[dict[str, object]]) -> list[str]:

@@ -24,7 +24,7 @@ from agent_core.runtime.turn import PreparedTurn
 from agent_core.store.responses import ResponseRecord, ResponseStore
 from agent_core.wires.encoder import encoded
 from agent_core.wires.responses.encoder import ResponsesEncoder
-from agent_core.wires.responses.plan import ResponsePlan, plan_response
+from agent_core.wires.responses.plan import ResponsePlan, consume_approvals, plan_response
 from agent_core.wires.responses.request import ResponseCreate
 from agent_core.wires.turn import open_turn
 
@@ -114,6 +114,7 @@ def _encoder(plan: ResponsePlan, chat_id: str | None) -> ResponsesEncoder:
 
 async def start_response(plan: ResponsePlan, responses: ResponseStore) -> ResponseRun:
     """Take the lease now (errors answer with an HTTP status); store:true saves it `in_progress` first."""
+    await consume_approvals(plan)
     prepared = await open_turn(plan)
     chat_id, run_id = prepared.chat.chat_id, prepared.run.run_id
     record = None
@@ -151,6 +152,7 @@ async def run_queued(deps: RunDeps, responses: ResponseStore, response_id: str, 
         plan = await plan_response(
             deps, responses, body, record.user_id, response_id=record.response_id, created_at=record.created_at
         )
+        await consume_approvals(plan)
         prepared = await open_turn(plan)
     except Exception as error:
         if not isinstance(error, AgentError):

@@ -13,11 +13,10 @@ from agent_core.container import RunDeps
 from agent_core.domain.ids import sortable_id
 from agent_core.domain.models import Chat
 from agent_core.errors import InvalidRequest, NotFound, RunInProgress
-from agent_core.runtime.approvals import DecidedCall
 from agent_core.store.responses import ACTIVE, ResponseRecord, ResponseStore
 from agent_core.wires.input import ParsedInput, check_outputs, check_self_contained, parse_input
 from agent_core.wires.responses.aggregate import response_object
-from agent_core.wires.responses.approvals import check_answered, decide, pending_approvals
+from agent_core.wires.responses.approvals import Found, check_answered, decide, find, pending_approvals
 from agent_core.wires.responses.request import ResponseCreate, check_limits, check_rules, pending_calls
 from agent_core.wires.turn import LlmOptions, TurnPlan, plan_turn, refuse_approvals
 
@@ -39,6 +38,7 @@ class ResponsePlan(TurnPlan):
     response_id: str
     body: ResponseCreate
     created_at: int
+    answers: Found = dataclasses.field(default_factory=list)  # approval requests the input answers (found)
 
     def response(self, status: str, chat_id: str | None = None) -> dict[str, Any]:
         """The Response before any output."""
@@ -94,19 +94,25 @@ async def _chat(deps: RunDeps, body: ResponseCreate, previous: ResponseRecord | 
     return chat
 
 
-async def _decide(
+async def _approvals(
     deps: RunDeps, body: ResponseCreate, chat: Chat | None, parsed: ParsedInput, user_id: str
-) -> tuple[DecidedCall, ...]:
-    """The approvals the input decides (consumed now, once: a replay is 409), for a stored conversation only."""
+) -> Found:
+    """The approval requests the input answers, found (read only): `consume_approvals` decides them."""
     if not parsed.approvals:
-        return ()
+        return []
     if not body.stored or chat is None:
         raise InvalidRequest(
             "mcp_approval_response items continue a stored response: give previous_response_id or conversation",
             param="input",
             code="approval_needs_previous_response",
         )
-    return await decide(deps.store, user_id, chat.chat_id, parsed.approvals)
+    return await find(deps.store, user_id, chat.chat_id, parsed.approvals)
+
+
+async def consume_approvals(plan: ResponsePlan) -> None:
+    """Decide the approvals the request answers (once: a replay is 409), right before its turn opens."""
+    if plan.answers:
+        plan.decided = await decide(plan.deps.store, plan.user_id, plan.answers)
 
 
 async def plan_response(
@@ -141,7 +147,7 @@ async def plan_response(
     chat = await _chat(deps, body, previous, user_id)
     if previous is not None:
         check_answered(pending_approvals(previous.response.get("output") or []), parsed.approvals)
-    decided = await _decide(deps, body, chat, parsed, user_id)
+    answers = await _approvals(deps, body, chat, parsed, user_id)
     options = LlmOptions(body.temperature, body.max_output_tokens, body.tool_choice, body.parallel_tool_calls)
     turn = plan_turn(
         deps,
@@ -159,6 +165,7 @@ async def plan_response(
     if not body.stored and body.tool_choice != "none":
         refuse_approvals(turn.agent, turn.deps.tools, "Chat Completions or a Responses request with store: false")
     if body.stored:  # a call that needs approval ends the Response with an mcp_approval_request
-        turn.approvals, turn.decided = "hand_over", decided
+        turn.approvals = "hand_over"
     fields = {f.name: getattr(turn, f.name) for f in dataclasses.fields(TurnPlan)}
-    return ResponsePlan(**fields, response_id=response_id, body=body, created_at=created_at or int(time.time()))
+    created = created_at or int(time.time())
+    return ResponsePlan(**fields, response_id=response_id, body=body, created_at=created, answers=answers)
