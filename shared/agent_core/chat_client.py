@@ -2,7 +2,8 @@
 
 Answers stream as they are produced; each tool call is one line when it starts running and one when its
 result arrives (status, duration); a frontend tool (`ask_user`, or any other an agent declares) is asked at
-the keyboard and answered through POST /api/ap/submit while the run waits. Ctrl-C during a run cancels it.
+the keyboard and answered through POST /api/ap/submit while the run waits, and so is a call that needs approval
+(`tool.approval`: `Approve tool(args)? [y/N]`, a reason on deny). Ctrl-C during a run cancels it.
 Commands: /new, /chats, /open ID, /agent [KEY], /help, /quit.
 """
 
@@ -88,6 +89,7 @@ class Printer:
     out: TextIO
     ask: Callable[[str], str | None] | None = None  # None: replay (frontend tools are not asked again)
     submit: Callable[[str, str, dict[str, Any]], dict[str, Any]] | None = None
+    decide: Callable[[str, str, bool, str], dict[str, Any]] | None = None  # an approval's answer
     run_id: str = ""
     tools: dict[str, dict[str, Any]] = field(default_factory=dict)
     mid_line: bool = False
@@ -140,6 +142,8 @@ class Printer:
             self._ended(event)
         elif kind == "tool.end":
             self._ended(event)
+        elif kind == "tool.approval":
+            self._approval(event)
         elif kind == "request.submit":
             self.line(f"  answered: {_short(event.get('params'))}")
         elif kind == "tool.result":
@@ -211,6 +215,29 @@ class Printer:
         answer = self.submit(self.run_id, tool_id, params)
         if not answer.get("accepted"):
             self.line(f"  (not taken: the run is {answer.get('status')})")
+
+    def _approval(self, event: dict[str, Any]) -> None:
+        """A call that needs approval: asked y/N at the keyboard (a reason on deny) and submitted; a replay
+        shows the question (the call's result line says how it was answered)."""
+        call = f"{event['toolName']}({_short(event.get('args'))})"
+        self.line(f"? approval needed: {event.get('reason', '')}")
+        if self.ask is None or self.decide is None:
+            return
+        typed = self.ask(f"Approve {call}? [y/N] ")
+        if typed is None:
+            return
+        approve = typed.strip().lower() in {"y", "yes"}
+        reason = ""
+        if not approve:
+            given = self.ask("reason (optional)> ")
+            if given is None:
+                return
+            reason = given.strip()
+        answer = self.decide(self.run_id, event["toolId"], approve, reason)
+        if not answer.get("accepted"):
+            self.line(f"  (not taken: {answer.get('status')})")
+        else:
+            self.line(f"  {'approved' if approve else 'denied'}")
 
 
 class ChatSession:
@@ -299,7 +326,7 @@ class ChatSession:
             body["chatId"] = self.chat_id
         if self.agent:
             body["agentKey"] = self.agent
-        printer = Printer(self.out, ask=self._ask, submit=self._submit, base_url=self.api.base_url)
+        printer = Printer(self.out, ask=self._ask, submit=self._submit, decide=self._decide, base_url=self.api.base_url)
 
         def interrupted(_signum: int, _frame: Any) -> None:
             # Ctrl-C during a run: ask the server to stop it and read on to its run.cancel
@@ -338,6 +365,12 @@ class ChatSession:
         return dict(
             self.api.call("POST", "/api/ap/submit", json={"runId": run_id, "toolId": tool_id, "params": params})
         )
+
+    def _decide(self, run_id: str, tool_id: str, approve: bool, reason: str) -> dict[str, Any]:
+        body: dict[str, Any] = {"runId": run_id, "toolId": tool_id, "approve": approve}
+        if reason:
+            body["reason"] = reason
+        return dict(self.api.call("POST", "/api/ap/submit", json=body))
 
     def _cancel(self, run_id: str) -> None:
         try:

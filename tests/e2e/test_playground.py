@@ -508,3 +508,39 @@ def test_the_chat_keeps_its_width_with_the_profile_open(
         _done(page, 1)
         _fits_the_width(page, ".message, .card")
     page.context.close()
+
+
+@pytest.fixture(scope="module")
+def gated() -> Iterator[str]:
+    """The offline model's server with every `time` call waiting for approval (the deployment's rule)."""
+    with local_server(AGENT_TOOL_APPROVAL='{"time": "always"}') as (base, _process):
+        yield base
+
+
+def test_approval_cards_approve_one_call_and_deny_another(browser: Any, gated: str, shots: Path) -> None:
+    page = _page(browser, gated, "approver")
+    _send(page, "what time is it in Tokyo and in London?")
+    forms = page.get_by_test_id("approval-form")
+    expect(forms).to_have_count(2)
+    tokyo = page.get_by_test_id("tool-card").filter(has_text="Asia/Tokyo")
+    london = page.get_by_test_id("tool-card").filter(has_text="Europe/London")
+    # Each card names the tool, shows its arguments and why it asks, and waits
+    for card, zone in ((tokyo, "Asia/Tokyo"), (london, "Europe/London")):
+        expect(card).to_have_attribute("data-status", "waiting")
+        expect(card.locator(".name")).to_have_text("time")
+        expect(card.get_by_test_id("approval-form").locator(".approval-args")).to_contain_text(zone)
+        expect(card.get_by_test_id("approval-reason")).to_have_text("Needs approval: time always needs approval")
+    page.screenshot(path=shots / "playground-approval.png")
+    tokyo.get_by_role("button", name="Approve").click()
+    expect(tokyo.get_by_test_id("approval-outcome")).to_have_text("approved")
+    london.get_by_label("reason").fill("not London")
+    london.get_by_role("button", name="Deny").click()
+    expect(london.get_by_test_id("approval-outcome")).to_have_text("denied")
+    _done(page, 1)
+    # The approved call ran; the denied one did not, and says why
+    expect(forms).to_have_count(0)
+    expect(tokyo).to_have_attribute("data-status", "ok")
+    expect(london).to_have_attribute("data-status", "denied")
+    expect(london.locator(".result")).to_contain_text("approval_denied")
+    expect(london.locator(".result")).to_contain_text("not London")
+    page.context.close()

@@ -218,3 +218,32 @@ def test_terminal_chat_prints_each_piece_as_it_arrives() -> None:
                 release.set()
             status = term.wait()
     assert status == 0
+
+
+def test_terminal_chat_asks_for_approval_and_submits_yes_and_no() -> None:
+    # The deployment's rule: every `time` call waits for approval (the offline model calls it for Tokyo and London)
+    with local_server(AGENT_TOOL_APPROVAL='{"time": "always"}') as (base, _):
+        term = Terminal(["-m", "agent_core.cli", "chat", "--url", base, "--token", "tty-approver"])
+        try:
+            term.expect(r"you> ")
+            term.type("what time is it in Tokyo and in London?\r")
+            term.expect(r"\? approval needed: time always needs approval")
+            term.expect(r'Approve time\(\{"timezone": "Asia/Tokyo"\}\)\? \[y/N\] ')
+            term.type("y\r")
+            term.expect(r"  approved\n")
+            term.expect(r'Approve time\(\{"timezone": "Europe/London"\}\)\? \[y/N\] ')
+            term.type("n\r")
+            term.expect(r"reason \(optional\)> ")
+            term.type("not London\r")
+            term.expect(r"  denied\n")
+            term.expect(r"\[done: stop")
+            term.expect(r"you> ")
+            term.type("/quit\r")
+        finally:
+            status = term.wait()
+    assert status == 0
+    # The approved call ran once; the denied one did not, and the model read the person's reason (the two
+    # results arrive in whichever order the calls end)
+    assert len(re.findall(r"✓ time ok \d+ ms → .*Asia/Tokyo", term.seen)) == 1
+    assert re.search(r"✗ time denied \(approval_denied\) \d+ ms → .*not London", term.seen)
+    assert "Europe/London" not in term.seen.split("✓ time ok")[1].split("\n")[0]

@@ -11,6 +11,8 @@ from ag_ui.core import Event, EventType
 from pydantic import TypeAdapter
 
 from agent_core.context import AppContext
+from agent_core.wires.approval_answers import approval_wait
+from tests.support.client_approvals import audit_approvals, gate_writer
 from tests.support.openai_stub import OpenAiStub, StubScript
 from tests.support.sse import data_in
 
@@ -216,3 +218,91 @@ def test_bad_input_is_refused_before_the_stream(
     response = httpx.post(_api(base_url, agent), json=body, headers={"Authorization": "Bearer user-a"})
     assert response.status_code == status and response.json()["error"]["param"] == param
     assert openai_stub.requests == []
+
+
+NOTE = {"path": "notes/today.md", "content": "buy milk"}
+APPROVAL_TOOL = {
+    "name": "approve_tool_call",
+    "description": "Ask the user to approve a tool call",
+    "parameters": {"type": "object", "properties": {"toolCallId": {"type": "string"}}},
+}
+
+
+def _asks_approval(base_url: str, openai_stub: OpenAiStub, thread: str, call_id: str) -> tuple[list[Any], Any, str]:
+    """A run whose model calls the gated `write_note`: its events, the question, and the id of the approval call
+    the frontend renders."""
+    openai_stub.enqueue(StubScript.tool_calls([{"id": call_id, "name": "write_note", "arguments": NOTE}]))
+    question = [{"id": "m1", "role": "user", "content": "Write my note"}]
+    events = _run(base_url, _input(thread, "r-1", question, [APPROVAL_TOOL]))
+    starts = [(e.tool_call_id, e.tool_call_name) for e in events if e.type == EventType.TOOL_CALL_START]
+    assert len(starts) == 2 and starts[0] == (call_id, "write_note") and starts[1][1] == "approve_tool_call"
+    names = approval_wait(starts[1][0])  # the approval request's id names the call
+    assert names is not None and names[1] == call_id
+    return events, question, starts[1][0]
+
+
+def _answer(thread: str, question: list[Any], approval_id: str, content: str) -> dict[str, Any]:
+    """The next run's input as an AG-UI client sends it: the history plus the approval call's `tool` message."""
+    asked = {"id": approval_id, "type": "function", "function": {"name": "approve_tool_call", "arguments": "{}"}}
+    messages = [
+        *question,
+        {"id": "a1", "role": "assistant", "toolCalls": [asked]},
+        {"id": "t1", "role": "tool", "toolCallId": approval_id, "content": content},
+    ]
+    return _input(thread, "r-2", messages, [APPROVAL_TOOL])
+
+
+def test_an_approval_is_a_frontend_tool_call_whose_result_continues_the_next_run_once(
+    base_url: str, openai_stub: OpenAiStub, context: AppContext
+) -> None:
+    audit: list[dict[str, Any]] = []
+    tool = gate_writer(context, audit)
+    # Given a model that calls a tool that needs approval
+    events, question, approval_id = _asks_approval(base_url, openai_stub, "t-approve", "call_n")
+    # Then the frontend is asked through a call of approve_tool_call naming the call, and the run ends
+    args = json.loads(
+        "".join(e.delta for e in events if e.type == EventType.TOOL_CALL_ARGS and e.tool_call_id == approval_id)
+    )
+    reason = "write_note always needs approval"
+    assert args == {"toolCallId": "call_n", "toolName": "write_note", "args": NOTE, "reason": reason}
+    assert events[-1].type == EventType.RUN_FINISHED and tool.executions == []
+    assert not any(e.type == EventType.TOOL_CALL_RESULT for e in events)
+    # And the declared approve_tool_call is never offered to the model
+    assert [t["function"]["name"] for t in openai_stub.requests[0]["tools"]] == ["write_note"]
+    # When the frontend answers it with an approval
+    openai_stub.enqueue(StubScript.text("Noted."))
+    body = _answer("t-approve", question, approval_id, '{"approve": true}')
+    after = _run(base_url, body)
+    # Then the next run starts with the call's result (it ran once), then the model's answer
+    assert after[1].type == EventType.TOOL_CALL_RESULT and after[1].tool_call_id == "call_n"
+    assert json.loads(after[1].content) == {"written": "notes/today.md", "bytes": 8}
+    assert not any(e.type == EventType.TOOL_CALL_START for e in after)  # the call was the last run's
+    assert any(e.type == EventType.TEXT_MESSAGE_CONTENT and e.delta == "Noted." for e in after)
+    assert tool.executions == ["call_n"] and audit_approvals(audit) == [("call_n", "approved")]
+    # And the same answer again is refused before any work (the call is answered)
+    again = httpx.post(_api(base_url), json=body, headers={"Authorization": "Bearer user-a"})
+    assert again.status_code == 422 and again.json()["error"]["code"] == "approval_request_not_found"
+    assert tool.executions == ["call_n"] and len(openai_stub.requests) == 2
+
+
+def test_a_denied_approval_is_told_to_the_model_and_a_bad_answer_is_refused(
+    base_url: str, openai_stub: OpenAiStub, context: AppContext
+) -> None:
+    audit: list[dict[str, Any]] = []
+    tool = gate_writer(context, audit)
+    _, question, approval_id = _asks_approval(base_url, openai_stub, "t-deny", "call_d")
+    auth = {"Authorization": "Bearer user-a"}
+    for bad in ('{"approve": "yes"}', "sure", '{"approve": true, "reason": 5}'):
+        refused = httpx.post(_api(base_url), json=_answer("t-deny", question, approval_id, bad), headers=auth)
+        assert refused.status_code == 422 and refused.json()["error"]["param"].startswith("messages")
+    forged = _answer("t-deny", question, approval_id.replace("call_d", "call_other"), '{"approve": true}')
+    refused = httpx.post(_api(base_url), json=forged, headers=auth)
+    assert refused.status_code == 422 and refused.json()["error"]["code"] == "approval_request_not_found"
+    openai_stub.enqueue(StubScript.text("I left it."))
+    after = _run(base_url, _answer("t-deny", question, approval_id, '{"approve": false, "reason": "not today"}'))
+    result = json.loads(after[1].content)
+    assert after[1].type == EventType.TOOL_CALL_RESULT and result["status"] == "denied"
+    assert result["reason"] == "approval_denied"
+    told = json.loads(openai_stub.requests[-1]["messages"][-1]["content"])
+    assert "not today" in told["error"]["message"] and tool.executions == []
+    assert audit_approvals(audit) == [("call_d", "denied")]

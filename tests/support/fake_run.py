@@ -149,7 +149,7 @@ class FakeRun:
     def end_event(self, call: ToolCall) -> Event:
         return ToolEnd(tool_id=call.id)
 
-    async def end_calls(self, ends: list[tuple[ToolCall, Event]]) -> AsyncIterator[Event]:
+    async def end_calls(self, ends: list[tuple[ToolCall, Event]], *, handed: bool = False) -> AsyncIterator[Event]:
         for _, end in ends:
             yield end
 

@@ -157,7 +157,9 @@ def test_no_type_checking_block_or_function_level_import_in_the_runtime() -> Non
 WIRES = "agent_core.wires"
 API = "agent_core.api"
 # The wires any wire may build on: the encoder base, the input items, the turn planner, the client's tools.
-SHARED_WIRE = {f"{WIRES}.{name}" for name in ("encoder", "input", "turn", "client_tools", "client_turn")} | {WIRES}
+SHARED_WIRE = {
+    f"{WIRES}.{name}" for name in ("encoder", "input", "turn", "client_tools", "client_turn", "approval_answers")
+} | {WIRES}
 BELOW_THE_WIRES = ("runtime", "tools", "memory", "llm", "store", "domain", "jobs.handlers", "container", "context")
 
 

@@ -123,8 +123,9 @@ class RunActions(Protocol):
         """The end event of a call the run makes itself."""
         ...
 
-    def end_calls(self, ends: list[tuple[ToolCall, Event]]) -> AsyncIterator[Event]:
-        """Each call's end event; a frontend call's wait is opened before its end is sent."""
+    def end_calls(self, ends: list[tuple[ToolCall, Event]], *, handed: bool = False) -> AsyncIterator[Event]:
+        """Each call's end event; a frontend call's wait is opened before its end is sent; a call that needs
+        approval asks for it (with `hand_over` approvals, only when `handed` to the caller)."""
         ...
 
     def run_calls(

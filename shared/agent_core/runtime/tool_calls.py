@@ -81,21 +81,25 @@ class ToolCalls:
             return ActionEnd(action_id=call.id)
         return ToolEnd(tool_id=call.id)
 
-    async def end_calls(self, ends: list[tuple[ToolCall, Event]]) -> AsyncIterator[Event]:
+    async def end_calls(self, ends: list[tuple[ToolCall, Event]], *, handed: bool = False) -> AsyncIterator[Event]:
         """Each call's end event; a frontend call's WAIT item is written before its end is sent, a call that
-        needs approval has its approval WAIT item written, then its end and its `tool.approval` sent."""
+        needs approval has its approval WAIT item written, then its end and its `tool.approval` sent.
+
+        With `hand_over` approvals only calls `handed` to the caller (the function loop's hand-over) ask: a path
+        that runs its calls itself cannot end the run for an answer, so its call asks nobody (it is refused).
+        """
         kinds, settings = self.toolset.kinds, self.turn.deps.settings
+        hand_over = self.turn.request.approvals == "hand_over"
         for call, end in ends:
             if kinds.get(call.name) == "frontend":
                 await self.bridge.open_wait(call.id, settings.frontend_submit_timeout_ms)
             asked = self.toolset.service.approval_reason(call)
-            if asked is None:
+            if asked is None or (hand_over and not handed):
                 yield end
                 continue
             args = json.loads(call.arguments or "{}")  # valid: a call with invalid arguments asks nobody
-            handed = self.turn.request.approvals == "hand_over"
             timeout_ms = settings.tool_approval_timeout_ms
-            await self.bridge.open_approval(call.id, call.name, args, asked, timeout_ms, handed_over=handed)
+            await self.bridge.open_approval(call.id, call.name, args, asked, timeout_ms, handed_over=hand_over)
             yield end
             yield ToolApproval(tool_id=call.id, tool_name=call.name, args=args, reason=asked)
 

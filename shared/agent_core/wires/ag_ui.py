@@ -4,6 +4,12 @@ RUN_STARTED first; text as TEXT_MESSAGE_START/CONTENT/END; reasoning as REASONIN
 message (START/CONTENT/END) and REASONING_END; every tool call as TOOL_CALL_START/ARGS/END, with
 TOOL_CALL_RESULT for the calls the server ran (the client's frontend tools get none: the run ends for
 the client to answer in its next run); RUN_FINISHED or RUN_ERROR last.
+
+A call that needs a person's approval (docs/approval.md) is put to the frontend as a client tool call it
+renders: after the call's own TOOL_CALL_START/ARGS/END, a call of `approve_tool_call` (its id is the
+approval request's, arguments {toolCallId, toolName, args, reason}), then RUN_FINISHED. The next run's `tool`
+message for that id carries {approve, reason?}; that run's stream starts with the decided call's
+TOOL_CALL_RESULT (its output, or why it did not run).
 """
 
 from __future__ import annotations
@@ -27,18 +33,23 @@ from agent_core.domain.events import (
     ReasoningStart,
     RunCancel,
     RunComplete,
+    ToolApproval,
     ToolArgs,
     ToolEnd,
     ToolResult,
     ToolStart,
 )
 from agent_core.runtime.envelope import Envelope
+from agent_core.wires.approval_answers import approval_request_id
 from agent_core.wires.encoder import OpenCall, SseData, Terminal, WireEncoderBase
 
 
 def event_json(event: ag.BaseEvent) -> str:
     """An event's SSE data: camelCase JSON, unset optional fields left out (as the AG-UI SDK's encoder writes it)."""
     return event.model_dump_json(by_alias=True)
+
+
+APPROVAL_TOOL = "approve_tool_call"  # the client tool an approval is put to the frontend as
 
 
 def _content(result: Any) -> str:
@@ -48,15 +59,25 @@ def _content(result: Any) -> str:
 class AgUiEncoder(WireEncoderBase[ag.BaseEvent]):
     """Stateful translation for one AG-UI run."""
 
-    def __init__(self, thread_id: str, run_id: str, *, client_tools: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        thread_id: str,
+        run_id: str,
+        *,
+        client_tools: frozenset[str] = frozenset(),
+        decided: frozenset[str] = frozenset(),
+    ) -> None:
         super().__init__()
         self.thread_id, self.run_id = thread_id, run_id
         self.client_tools = client_tools
+        self._decided = decided  # calls of an earlier run whose approval this run's input decided
 
     def opening(self) -> list[ag.BaseEvent]:
         return [ag.RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id)]
 
     def frames(self, event: Event, envelope: Envelope | Event) -> list[ag.BaseEvent]:
+        if isinstance(event, ToolStart | ToolArgs | ToolEnd) and event.tool_id in self._decided:
+            return []  # an earlier run's call, decided by this run's input: only its result is new
         match event:
             case ContentStart(content_id=native):
                 return [ag.TextMessageStartEvent(message_id=native, role="assistant")]
@@ -79,6 +100,14 @@ class AgUiEncoder(WireEncoderBase[ag.BaseEvent]):
                 if call is not None and call.name in self.client_tools:  # the client answers it in its next run
                     self.calls.done(native)
                 return [ag.ToolCallEndEvent(tool_call_id=native)]
+            case ToolApproval(tool_id=native, tool_name=name, args=args, reason=reason) if native in self.calls:
+                asked = approval_request_id(envelope.run_id if isinstance(envelope, Envelope) else "", native)
+                question = {"toolCallId": native, "toolName": name, "args": args, "reason": reason}
+                return [
+                    ag.ToolCallStartEvent(tool_call_id=asked, tool_call_name=APPROVAL_TOOL),
+                    ag.ToolCallArgsEvent(tool_call_id=asked, delta=json.dumps(question, ensure_ascii=False)),
+                    ag.ToolCallEndEvent(tool_call_id=asked),
+                ]
             case ToolResult(tool_id=native, result=result, status=status, reason=reason):
                 outcome = result if status == "ok" else {"status": status, "reason": reason or status, "result": result}
                 return self._result(native, outcome)

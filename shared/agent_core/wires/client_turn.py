@@ -16,11 +16,12 @@ from typing import Any
 
 from agent_core.container import RunDeps
 from agent_core.domain.ids import now_ms, sortable_id
-from agent_core.domain.models import Chat, Role
+from agent_core.domain.models import Chat, Role, ToolCall
 from agent_core.domain.text import chat_name
 from agent_core.errors import AgentError
 from agent_core.runtime.turn import PreparedTurn
 from agent_core.store.base import ChatStore
+from agent_core.wires.approval_answers import approval_request_id, check_answered, decide, find
 from agent_core.wires.input import (
     FunctionToolParam,
     check_item_count,
@@ -34,16 +35,22 @@ from agent_core.wires.turn import open_turn, plan_turn, screen_input
 PENDING_WINDOW = 20  # recent messages read to find the calls a client owes
 
 
-async def _pending_calls(chats: ChatStore, chat: Chat) -> list[str]:
-    """Call ids of the chat's last assistant message not yet answered by a tool message after it."""
+async def _pending_calls(chats: ChatStore, chat: Chat) -> tuple[str, list[ToolCall]]:
+    """The run that made the chat's last assistant message, and its calls not yet answered by a tool message."""
     recent = await chats.recent_messages(chat.chat_id, None, PENDING_WINDOW)
-    pending: list[str] = []
+    run_id, pending = "", []
     for message in recent.items:
         if message.role == Role.ASSISTANT:
-            pending = [call.id for call in message.tool_calls]
-        elif message.role == Role.TOOL and message.tool_call_id in pending:
-            pending.remove(message.tool_call_id)
-    return pending
+            run_id, pending = message.run_id or "", list(message.tool_calls)
+        elif message.role == Role.TOOL:
+            pending = [call for call in pending if call.id != message.tool_call_id]
+    return run_id, pending
+
+
+def approval_item(request_id: object, approve: object, reason: object) -> dict[str, Any]:
+    """A client's approval answer as the input item every wire's input takes (`mcp_approval_response`): its
+    fields are checked there (a string id, a boolean, an optional text)."""
+    return {"type": "mcp_approval_response", "approval_request_id": request_id, "approve": approve, "reason": reason}
 
 
 def client_chat_id(user_id: str, client_id: str) -> str:
@@ -67,7 +74,9 @@ async def start_client_turn(
     """Check the input, create the caller's chat on first use, and take its lease (4xx errors before output).
 
     An existing chat keeps its agent; `agent_key` chooses the agent of a new one (unknown: 404). An error
-    about the input names `input_param` (the client's field) as its param.
+    about the input names `input_param` (the client's field) as its param. A call that needs approval is
+    handed to the client (the run ends with it); its answer (`approval_item`) comes in a later request and is
+    decided here, once, before the turn runs the call (`wires/approval_answers.py`).
     """
     try:
         return await _start(deps, user_id, client_id, input_items, agent_key, tools, now, public_base_url)
@@ -108,9 +117,20 @@ async def _start(
         public_base_url=public_base_url,
     )
     await screen_input(plan)  # before the chat (named after the first message) is opened
-    if tools or plan.parsed.outputs:
-        # The calls the last run handed to the client are answered exactly (as /v1/responses requires).
-        check_outputs(await _pending_calls(deps.chats, chat) if chat is not None else [], plan.parsed)
+    plan.approvals = "hand_over"  # the client answers in its next request: nobody can answer while it streams
+    if tools or parsed.outputs or parsed.approvals:
+        # The calls the last run handed to the client are answered exactly (as /v1/responses requires): its
+        # tools' by their outputs, approvals by decisions; a new user message leaves an approval unanswered.
+        run_id, pending = await _pending_calls(deps.chats, chat) if chat is not None else ("", [])
+        client = {t.name for t in tools or []}
+        check_outputs([c.id for c in pending if c.name in client], parsed)
+        if parsed.outputs or parsed.approvals:  # a continuation: every approval asked is decided too
+            asked = [approval_request_id(run_id, c.id) for c in pending if c.name not in client]
+            check_answered(asked, parsed.approvals)
+    if parsed.approvals:  # found, then consumed once (409 for a replay) right before the turn opens
+        assert chat is not None  # (answers were checked against its pending calls)
+        found = await find(deps.waits, deps.turns, user_id, chat.chat_id, parsed.approvals)
+        plan.decided = await decide(deps.waits, user_id, found)
     if chat is None:
         at = now_ms()
         first = next((m.content for m in plan.parsed.messages if m.content), "")

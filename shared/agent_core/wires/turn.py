@@ -144,7 +144,7 @@ async def screen_input(plan: TurnPlan) -> None:
                     part["text"] = await screen(part["text"])
 
 
-APPROVAL_WIRES = "the native stream (/api/ap/query) and /v1/responses with store: true"
+APPROVAL_WIRES = "the native stream (/api/ap/query), /v1/responses with store: true, /api/ui-stream or /api/ag-ui"
 
 
 def gated_tools(agent: AgentDefinition, service: ToolService) -> list[str]:

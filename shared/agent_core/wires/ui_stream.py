@@ -4,6 +4,13 @@ SSE `data: <json>` per chunk, the response header `x-vercel-ai-ui-message-stream
 last. Text and reasoning blocks keep their native ids; tool parts are `dynamic`. A call the server ran says
 `providerExecuted`; a call to one of the client's own tools does not, and gets no output here: the run ends
 (`finish` with `tool-calls`) for the browser to run it (`onToolCall`) and send its output back.
+
+A call that needs a person's approval (docs/approval.md) streams its input, then `tool-approval-request`
+{approvalId, toolCallId} (ai 6's chunk: the part's state becomes `approval-requested`), and the run ends the
+same way; the next request's message carries the part in state `approval-responded`
+(`addToolApprovalResponse`). That stream continues the same message: the decided call's
+`tool-output-available` (approved, it ran), `tool-output-denied` (denied) or `tool-output-error` (too late),
+then the model's answer.
 """
 
 from __future__ import annotations
@@ -25,12 +32,14 @@ from agent_core.domain.events import (
     ReasoningStart,
     RunCancel,
     RunComplete,
+    ToolApproval,
     ToolArgs,
     ToolEnd,
     ToolResult,
     ToolStart,
 )
 from agent_core.runtime.envelope import Envelope
+from agent_core.wires.approval_answers import approval_request_id
 from agent_core.wires.encoder import OpenCall, SseData, Terminal, WireEncoderBase
 
 Wire = dict[str, Any]
@@ -52,16 +61,21 @@ def _input(arguments: str) -> Any:
 class UiStreamEncoder(WireEncoderBase[Wire | str]):
     """Stateful translation for one assistant message."""
 
-    def __init__(self, message_id: str, *, client_tools: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, message_id: str, *, client_tools: frozenset[str] = frozenset(), decided: frozenset[str] = frozenset()
+    ) -> None:
         super().__init__()
         self.message_id = message_id
         self.client_tools = client_tools
+        self._decided = decided  # calls of the continued message whose approval this request decided
         self._pieces: dict[str, list[str]] = {}  # native id -> the call's argument pieces so far
 
     def opening(self) -> list[Wire | str]:
         return [{"type": "start", "messageId": self.message_id}]
 
     def frames(self, event: Event, envelope: Envelope | Event) -> list[Wire | str]:
+        if isinstance(event, ToolStart | ToolArgs | ToolEnd) and event.tool_id in self._decided:
+            return []  # a call of the continued message, decided by this request: only its output is new
         match event:
             case ContentStart(content_id=native):
                 return [{"type": "text-start", "id": native}]
@@ -89,6 +103,10 @@ class UiStreamEncoder(WireEncoderBase[Wire | str]):
                     return []
                 available = {"toolCallId": native, "toolName": call.name, "input": self._input(native)}
                 return [{"type": "tool-input-available", **available, **self._owner(call.name)}]
+            case ToolApproval(tool_id=native) if native in self.calls:
+                run_id = envelope.run_id if isinstance(envelope, Envelope) else ""
+                asked = approval_request_id(run_id, native)
+                return [{"type": "tool-approval-request", "approvalId": asked, "toolCallId": native}]
             case ToolResult(tool_id=native, result=result, status=status, reason=reason):
                 return self._output(native, result, status, reason)
             case ActionResult(action_id=native, result=result):
@@ -129,6 +147,8 @@ class UiStreamEncoder(WireEncoderBase[Wire | str]):
         if self.calls.done(native) is None:
             return []
         self._pieces.pop(native, None)
+        if native in self._decided and reason == "approval_denied":
+            return [{"type": "tool-output-denied", "toolCallId": native}]
         if status == "ok":
             return [{"type": "tool-output-available", "toolCallId": native, "output": result, **_SERVER}]
         text = f"{status}: {reason or status}"

@@ -17,6 +17,13 @@ async function main() {
   const out = { chunks: [], message: null, error: null };
   // What useChat's sendAutomaticallyWhen helper says of the messages sent (outputs of every client call)
   out.complete = ai.lastAssistantMessageIsCompleteWithToolCalls({ messages });
+  // ... and of approvals (ai 6: every approval of the last step answered, as addToolApprovalResponse writes)
+  out.approved = ai.lastAssistantMessageIsCompleteWithApprovalResponses
+    ? ai.lastAssistantMessageIsCompleteWithApprovalResponses({ messages })
+    : null;
+  // useChat continues the last assistant message when the request answers it: the stream builds on it
+  const last = messages[messages.length - 1];
+  const continued = last.role === "assistant" ? { message: JSON.parse(JSON.stringify(last)) } : {};
   try {
     const stream = await transport.sendMessages({
       chatId,
@@ -33,7 +40,7 @@ async function main() {
         },
       }),
     );
-    for await (const message of readUIMessageStream({ stream: recorded, terminateOnError: true })) {
+    for await (const message of readUIMessageStream({ stream: recorded, terminateOnError: true, ...continued })) {
       out.message = message;
     }
   } catch (error) {

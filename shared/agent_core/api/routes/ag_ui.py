@@ -5,10 +5,17 @@ chat of the caller (created on first use) whose stored history is authoritative:
 user and tool messages of `messages` are new input. The client's `tools` are frontend tools: a call
 to one ends the run (TOOL_CALL_START/ARGS/END, then RUN_FINISHED) and its `tool` message in the next
 run's input continues the conversation.
+
+A call that needs approval is put to the frontend as a call of the client tool `approve_tool_call` (its id
+the approval request's, arguments {toolCallId, toolName, args, reason}; the frontend renders it and need not
+declare it: a declared tool of that name is never offered to the model). Its `tool` message in the next
+run's input answers it with the JSON {approve: true|false, reason?}: the decision is taken once (409 for a
+replay), the call runs (or is refused), then the model goes on (docs/approval.md).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, cast
 
 from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
@@ -20,8 +27,9 @@ from agent_core.api.sse import EventStream, stream_run
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
 from agent_core.runtime.pending import PendingTurn
-from agent_core.wires.ag_ui import AgUiEncoder
-from agent_core.wires.client_turn import start_client_turn
+from agent_core.wires.ag_ui import APPROVAL_TOOL, AgUiEncoder
+from agent_core.wires.approval_answers import approval_wait
+from agent_core.wires.client_turn import approval_item, start_client_turn
 from agent_core.wires.input import function_tools
 
 router = APIRouter(prefix="/api", tags=["ag-ui"], responses=error_responses(400, 401, 404, 409, 413, 422))
@@ -41,8 +49,23 @@ def _text(content: Any, where: str) -> str:
     return "\n".join(cast(list[str], texts))
 
 
+def _approval(message: ToolMessage, where: str) -> dict[str, Any]:
+    """The answer to an approval (`approve_tool_call`'s result, `{"approve": true|false, "reason"?: text}`) as
+    an input item (checked as every wire's approval answers are)."""
+    try:
+        answer = json.loads(_text(message.content, where))
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise InvalidRequest(
+            'an approval\'s result is {"approve": true|false, "reason"?: text}', param=f"{where}.content"
+        )
+    return approval_item(message.tool_call_id, answer.get("approve"), answer.get("reason"))
+
+
 def _new_input(body: RunAgentInput) -> list[dict[str, Any]]:
-    """The trailing user and tool messages as input items (the earlier ones are the stored history)."""
+    """The trailing user and tool messages as input items (the earlier ones are the stored history); the result
+    of an `approve_tool_call` call is the decision on the approval it asked for."""
     start = len(body.messages)
     while start > 0 and body.messages[start - 1].role in ("user", "tool"):
         start -= 1
@@ -51,6 +74,8 @@ def _new_input(body: RunAgentInput) -> list[dict[str, Any]]:
         message, where = body.messages[n], f"messages[{n}]"
         if isinstance(message, UserMessage):
             items.append({"type": "message", "role": "user", "content": _text(message.content, where)})
+        elif isinstance(message, ToolMessage) and approval_wait(message.tool_call_id) is not None:
+            items.append(_approval(message, where))
         elif isinstance(message, ToolMessage):
             output = _text(message.content, where)
             items.append({"type": "function_call_output", "call_id": message.tool_call_id, "output": output})
@@ -62,7 +87,7 @@ def _new_input(body: RunAgentInput) -> list[dict[str, Any]]:
 async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx: AppContext, user: str) -> EventStream:
     if not body.thread_id or len(body.thread_id) > MAX_THREAD_ID:
         raise InvalidRequest(f"threadId must have 1 to {MAX_THREAD_ID} characters", param="threadId")
-    tools = function_tools(body.tools or [])
+    tools = function_tools([t for t in body.tools or [] if t.name != APPROVAL_TOOL])
     prepared = await start_client_turn(
         ctx.deps,
         user,
@@ -74,7 +99,8 @@ async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx
         public_base_url=link_base(request),
     )
     turn_events = PendingTurn(prepared)
-    encoder = AgUiEncoder(body.thread_id, body.run_id, client_tools=frozenset(t.name for t in tools))
+    decided = frozenset(d.call.id for d in prepared.request.decided)
+    encoder = AgUiEncoder(body.thread_id, body.run_id, client_tools=frozenset(t.name for t in tools), decided=decided)
     return stream_run(ctx, encoder, turn_events.events(), turn=turn_events)
 
 

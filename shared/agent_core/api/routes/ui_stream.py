@@ -4,6 +4,11 @@ The client may declare its own tools in the body (`tools`, sent with the transpo
 to one ends the run with its `tool-input-available` chunk (not `providerExecuted`), the client runs it
 (`onToolCall` / `addToolResult`) and sends the assistant message back with the tool part's output: the
 run continues from that output.
+
+A call that needs approval ends the run with its `tool-approval-request`; the next request's assistant
+message carries the part in state `approval-responded` with `approval: {id, approved, reason?}` (what
+`addToolApprovalResponse` writes): the decision is taken once (409 for a replay), the call runs (or is
+refused), then the model answers, streamed as the continuation of that message (docs/approval.md).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from agent_core.api.sse import EventStream, stream_run
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
 from agent_core.runtime.pending import PendingTurn
-from agent_core.wires.client_turn import start_client_turn
+from agent_core.wires.client_turn import approval_item, start_client_turn
 from agent_core.wires.input import function_tools
 from agent_core.wires.ui_stream import HEADERS, UiStreamEncoder
 
@@ -82,23 +87,40 @@ def _output(part: dict[str, Any], where: str) -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": call_id, "output": output}
 
 
+def _approval(part: dict[str, Any], where: str) -> dict[str, Any]:
+    """A tool part in state `approval-responded`: the person's decision (ai 6's `approval` object) as an input
+    item (its id, `approved` and `reason` are checked as every wire's approval answers are)."""
+    approval = part.get("approval")
+    if not isinstance(approval, dict):
+        raise InvalidRequest("an approval-responded part needs its approval", param=where)
+    return approval_item(approval.get("id"), approval.get("approved"), approval.get("reason"))
+
+
 def _new_input(body: UiStreamIn) -> list[dict[str, Any]]:
-    """The user's new message, or the outputs of the client's tools in the returned assistant message."""
+    """The user's new message, or what the returned assistant message answers: the outputs of the client's
+    tools and the decisions on calls that needed approval."""
     if body.trigger != "submit-message":
         raise InvalidRequest("only trigger submit-message is supported", param="trigger", code="unsupported_trigger")
     last, where = body.messages[-1], f"messages[{len(body.messages) - 1}]"
     if last.role == "assistant":
         client = {t.name for t in body.tools}
-        outputs = [
+        answers = [
             _output(part, f"{where}.parts[{n}]")
             for n, part in enumerate(last.parts)
             if _tool_name(part) in client
             and not part.get("providerExecuted")
             and part.get("state") in ("output-available", "output-error")
         ]
-        if not outputs:
-            raise InvalidRequest("the assistant message carries no output of the client's tools", param="messages")
-        return outputs
+        answers += [
+            _approval(part, f"{where}.parts[{n}]")
+            for n, part in enumerate(last.parts)
+            if _tool_name(part) is not None and part.get("state") == "approval-responded"
+        ]
+        if not answers:
+            raise InvalidRequest(
+                "the assistant message carries no output of the client's tools and no approval", param="messages"
+            )
+        return answers
     if last.role != "user":
         raise InvalidRequest("the last message must be the user's new message", param="messages")
     texts = [p.get("text") for p in last.parts if p.get("type") == "text"]
@@ -121,5 +143,9 @@ async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) ->
         public_base_url=link_base(request),
     )
     turn_events = PendingTurn(prepared)
-    encoder = UiStreamEncoder(f"msg_{prepared.run.run_id}", client_tools=frozenset(t.name for t in tools))
+    last = body.messages[-1]
+    # A request that answers the last message's calls continues that message (useChat appends to it).
+    message_id = last.id if last.role == "assistant" else f"msg_{prepared.run.run_id}"
+    decided = frozenset(d.call.id for d in prepared.request.decided)
+    encoder = UiStreamEncoder(message_id, client_tools=frozenset(t.name for t in tools), decided=decided)
     return stream_run(ctx, encoder, turn_events.events(), turn=turn_events, headers=HEADERS)

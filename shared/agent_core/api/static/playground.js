@@ -215,6 +215,7 @@ class RunView {
         break;
       }
       case "tool.end": this.ended(event, this.blocks.get(event.toolId)); break;
+      case "tool.approval": approvalCard(this, event); break;
       case "request.submit": {
         const card = this.blocks.get(event.toolId);
         if (card) card.node.append(el("pre", { class: "submitted", text: "answered: " + pretty(event.params) }));
@@ -348,6 +349,43 @@ function frontendForm(runId, toolId, card, schema) {
   });
   card.node.append(form);
   return form;
+}
+
+// A call that needs a person's approval (`tool.approval`): its card shows the tool, its arguments and why it
+// asks, with Approve / Deny (and an optional reason) posted to /api/ap/submit; the outcome stays on the card
+// (the call's tool.result follows: its output, or the denial). A replay shows the question only.
+function approvalCard(view, event) {
+  const card = view.card(event.toolId, event.toolName, "tool", "backend");
+  card.node.append(el("div", { class: "approval-reason", testid: "approval-reason", text: "Needs approval: " + (event.reason || "") }));
+  if (!view.live || card.node.dataset.status !== "running") return;  // replayed, or its result already came
+  view.setStatus(card, "waiting");
+  const form = el("form", { class: "frontend-form approval-form", testid: "approval-form" });
+  form.append(el("div", { class: "question", text: `Approve ${event.toolName}?` }),
+    el("pre", { class: "approval-args", text: pretty(event.args === undefined ? null : event.args) }));
+  const reason = el("input", { name: "reason", placeholder: "reason (optional)", "aria-label": "reason" });
+  const approve = el("button", { type: "button", class: "approve", text: "Approve" });
+  const deny = el("button", { type: "button", class: "deny", text: "Deny" });
+  form.append(reason, el("div", { class: "choices" }, approve, deny));
+  const decide = async (yes) => {
+    const body = { runId: view.runId, toolId: event.toolId, approve: yes };
+    if (reason.value.trim()) body.reason = reason.value.trim();
+    form.querySelectorAll("button, input").forEach((n) => { n.disabled = true; });
+    try {
+      const answer = await api("POST", "api/ap/submit", body);
+      const outcome = answer.accepted ? (yes ? "approved" : "denied") : `not taken (${answer.status})`;
+      card.node.append(el("div", { class: "approval-outcome", testid: "approval-outcome", text: outcome }));
+      if (!answer.accepted) showError(`The decision was not taken: ${answer.status}`);
+    } catch (error) {
+      form.querySelectorAll("button, input").forEach((n) => { n.disabled = false; });
+      showError(error);
+    }
+  };
+  approve.addEventListener("click", () => decide(true));
+  deny.addEventListener("click", () => decide(false));
+  form.addEventListener("submit", (e) => e.preventDefault());
+  card.node.append(form);
+  card.form = form;
+  view.reveal = form;
 }
 
 // --- turns ----------------------------------------------------------------------------------------------

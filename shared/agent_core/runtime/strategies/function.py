@@ -128,7 +128,7 @@ async def _hand_over(r: AgentRun, ends: list[tuple[ToolCall, Event]], text: str)
     """
     handed = [(call, end) for call, end in ends if r.hands_over(call)]
     server = [(call, end) for call, end in ends if not r.hands_over(call)]
-    async for event in r.end_calls(handed):
+    async for event in r.end_calls(handed, handed=True):
         yield event
     async for event in r.end_calls(server):
         yield event

@@ -34,9 +34,10 @@ from agent_core.domain.events import (
     ToolStart,
 )
 from agent_core.runtime.envelope import Envelope
+from agent_core.wires.approval_answers import approval_request_id
 from agent_core.wires.encoder import OpenCall, SseData, Terminal, WireEncoderBase
 from agent_core.wires.responses.aggregate import ResponseAggregator, usage_object
-from agent_core.wires.responses.items import approval_request_id, mcp_names
+from agent_core.wires.responses.items import mcp_names
 
 Wire = dict[str, Any]
 
@@ -259,7 +260,7 @@ class ResponsesEncoder(WireEncoderBase[Wire]):
     def _approval(self, native_id: str, name: str, args: object, run_id: str) -> list[Wire]:
         """The call waits for a person: its mcp_call ends not run (incomplete), an mcp_approval_request follows.
 
-        The request's id names the run and the call (`items.approval_request_id`); the caller answers it with an
+        The request's id names the run and the call (`approval_request_id`); the caller answers it with an
         `mcp_approval_response` in its next request (`previous_response_id` or the conversation)."""
         events: list[Wire] = []
         opened = self._open.get(native_id)

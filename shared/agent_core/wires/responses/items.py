@@ -17,22 +17,6 @@ def mcp_names(name: str, default_label: str) -> tuple[str, str]:
     return (label, remote) if remote else (default_label, name)
 
 
-APPROVAL_PREFIX = "mcpr_"
-
-
-def approval_request_id(run_id: str, tool_id: str) -> str:
-    """An `mcp_approval_request`'s id: it names the run and the call whose WAIT item holds the approval."""
-    return f"{APPROVAL_PREFIX}{run_id}__{tool_id}"
-
-
-def approval_wait(request_id: str) -> tuple[str, str] | None:
-    """(run id, tool id) an approval request's id names, or None for an id this server never gave."""
-    run_id, _, tool_id = request_id.removeprefix(APPROVAL_PREFIX).partition("__")
-    if not request_id.startswith(APPROVAL_PREFIX) or not run_id or not tool_id:
-        return None
-    return run_id, tool_id
-
-
 def _message(message: Message, role: str, part_type: str) -> Wire:
     part: Wire = {"type": part_type, "text": message.content}
     if part_type == "output_text":
