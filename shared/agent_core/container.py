@@ -13,6 +13,7 @@ from agent_core.runtime.agents import AgentCatalog
 from agent_core.runtime.cancel import CancelRegistry
 from agent_core.store.base import Store
 from agent_core.store.blob import BlobStore
+from agent_core.store.run_log import RunLogStore
 from agent_core.tools.data_links import DataLinks
 from agent_core.tools.mcp import McpCatalog
 from agent_core.tools.service import ToolService
@@ -36,6 +37,7 @@ class RunDeps:
     # This process's own queue (the work_queue too, unless SQS takes that): work that must not wait for a
     # worker yet must not delay the answer, run after it and awaited before a Lambda response ends.
     in_process: WorkQueue | None = None
+    run_log: RunLogStore | None = None  # runs' durable event logs (resume); None: not kept (ephemeral runs)
 
     def __post_init__(self) -> None:
         if self.links is None:

@@ -28,6 +28,7 @@ from agent_core.errors import AgentError, DeadlineExceeded
 from agent_core.observability import logger
 from agent_core.runtime.cancel import RunCancelled
 from agent_core.runtime.envelope import Envelope
+from agent_core.runtime.event_log import EventLogWriter
 from agent_core.runtime.live_run import LiveRun
 from agent_core.runtime.next_step import Steps
 from agent_core.runtime.recorder import RunRecorder
@@ -79,6 +80,24 @@ class TurnRunner:
 
     @traced_run  # the run's `invoke_agent` span (agent_core/tracing.py)
     async def events(self) -> AsyncIterator[Envelope]:
+        """The run's envelopes as sent, each also written to the run's durable log (when it has one)."""
+        log = self._log()
+        try:
+            async for envelope in self._events():
+                if log is not None:
+                    log.add(envelope)
+                yield envelope
+        finally:
+            if log is not None:
+                await to_the_end(log.close())
+
+    def _log(self) -> EventLogWriter | None:
+        turn = self.turn
+        if turn.deps.run_log is None:
+            return None
+        return EventLogWriter(turn.deps.run_log, turn.run.run_id, turn.run.user_id)
+
+    async def _events(self) -> AsyncIterator[Envelope]:
         recorder = self.recorder
         async with self.scope:
             try:
