@@ -228,3 +228,25 @@ async def identified(
                 index, at = 0, seq
             yield Identified(frame, encoder.frame_id(frame, seq, index))
             index += 1
+
+
+def frame_position(frame_id: str) -> tuple[int, int]:
+    """`{seq}.{index}` (or a bare seq) as a comparable position; (-1, -1) for an id that is neither."""
+    seq, _, index = frame_id.partition(".")
+    try:
+        return int(seq), int(index or 0)
+    except ValueError:
+        return -1, -1
+
+
+async def reencoded(
+    encoder: WireEncoder[F], envelopes: AsyncIterator[Envelope], after_id: str | None = None
+) -> AsyncGenerator[Identified[F], None]:
+    """A run's frames encoded again from its logged envelopes (the encoder as fresh as the live one was),
+    those up to and including `after_id` (a frame id the client received: `Last-Event-ID`) left out. The
+    encoders are deterministic, so the frames after it are the live stream's (how a wire resumes)."""
+    after = frame_position(after_id) if after_id is not None else (-1, -1)
+    async with contextlib.aclosing(identified(encoder, envelopes)) as frames:
+        async for frame in frames:
+            if frame_position(frame.id) > after:
+                yield frame
