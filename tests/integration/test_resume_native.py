@@ -184,3 +184,23 @@ async def test_an_expired_log_is_not_read(
     assert [e["type"] for e in events_in(whole.text)] != [e["type"] for e in events_in(body)]  # the snapshot
     done = await second.get(f"/api/ap/runs/{run_id}/events", params={"after": len(events_in(body))})
     assert done.status_code == 200 and messages_of(done.text) == []
+
+
+async def test_a_consumer_that_leaves_a_run_driven_inline_ends_it_at_once(table: WatchedTable) -> None:
+    # A run driven by its consumer (the stateless wires, blocking callers), not detached
+    from agent_core.domain.models import RunStatus
+    from agent_core.runtime.loop import TurnRunner
+    from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
+
+    context = _context(table)
+    prepared = await prepare_turn(context.deps, TurnRequest(user_id="alice", message="one two three four five"))
+    assert isinstance(prepared, PreparedTurn)
+    events = TurnRunner(prepared).events()
+    assert (await anext(events)).type == "request.query"
+    # When the consumer closes it mid-run, Then the run is ended (cancelled, stored) before aclose returns
+    await events.aclose()
+    run = await context.deps.store.get_run(prepared.chat.chat_id, prepared.run.run_id)
+    assert run is not None and run.status == RunStatus.CANCELLED
+    # And the log holds what was sent (the terminal event was not: the client that left never saw it)
+    logged = [json.loads(item["events"]) for item in table.log_puts]
+    assert [e["type"] for batch in logged for e in batch] == ["request.query"]

@@ -11,7 +11,8 @@ terminal event here; a client that goes away leaves the run cancelled with what 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
 
 from agent_core.domain.events import (
     ChatStart,
@@ -83,10 +84,12 @@ class TurnRunner:
         """The run's envelopes as sent, each also written to the run's durable log (when it has one)."""
         log = self._log()
         try:
-            async for envelope in self._events():
-                if log is not None:
-                    log.add(envelope)
-                yield envelope
+            # Closed with this generator: a consumer that leaves ends the run at once (not when collected)
+            async with contextlib.aclosing(self._events()) as events:
+                async for envelope in events:
+                    if log is not None:
+                        log.add(envelope)
+                    yield envelope
         finally:
             if log is not None:
                 await to_the_end(log.close())
@@ -97,7 +100,7 @@ class TurnRunner:
             return None
         return EventLogWriter(turn.deps.run_log, turn.run.run_id, turn.run.user_id)
 
-    async def _events(self) -> AsyncIterator[Envelope]:
+    async def _events(self) -> AsyncGenerator[Envelope, None]:
         recorder = self.recorder
         async with self.scope:
             try:

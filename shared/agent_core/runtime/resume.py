@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agent_core.container import RunDeps
@@ -48,7 +48,6 @@ class ResumeSource:
     pointer: RunPointer
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-    reads: int = field(default=0)
 
     @property
     def log(self) -> RunLogStore | None:
@@ -57,7 +56,6 @@ class ResumeSource:
     async def read(self, after: int) -> LogRead:
         if self.log is None:
             return LogRead()
-        self.reads += 1
         return await self.log.read(self.pointer.run_id, self.pointer.user_id, after, int(time.time()))
 
     async def run(self) -> Run | None:
