@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import functools
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -117,7 +117,7 @@ def flush_traces() -> None:
 # ----- a span around an async stream -----
 
 
-async def within(span: Span, events: AsyncIterator[T]) -> AsyncIterator[T]:
+async def within(span: Span, events: AsyncIterator[T]) -> AsyncGenerator[T, None]:
     """`events`, each step run with `span` current (attached and detached around each step, so the context
     never leaks to the consumer between items, whatever task closes the stream)."""
     ctx = trace.set_span_in_context(span)
