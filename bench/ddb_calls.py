@@ -31,7 +31,8 @@ from bench.common import (
 )
 
 TURNS_PER_CHAT = 10
-TARGET = {"reads_before": 2, "writes_before": 1, "writes_after": 2}  # after: the turn's end and its usage record
+# after: the turn's end, its usage record and its event log (one PutItem per batch: one for a short answer)
+TARGET = {"reads_before": 2, "writes_before": 1, "writes_after": 3}
 
 
 def _split(log: DdbCallLog, start: int, llm: FakeLlm, calls_before: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -106,7 +107,7 @@ def run(turns: int = 50) -> dict[str, Any]:
     verdict = "met" if result["meets_target"] else "NOT met"
     print(
         f"plain turn worst case: {worst['reads_before']} reads + {worst['writes_before']} writes before, "
-        f"{worst['writes_after']} writes after (target <= 2 + 1 before, <= 2 writes after): {verdict}"
+        f"{worst['writes_after']} writes after (target <= 2 + 1 before, <= 3 writes after): {verdict}"
     )
     return result
 

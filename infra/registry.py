@@ -200,6 +200,7 @@ STREAM = FunctionSpec(
     routes=(
         Route("/api/ap/query", ("POST",)),
         Route("/api/ap/cancel", ("POST",)),
+        Route("/api/ap/runs/{proxy+}", ("GET",)),
         Route("/api/chat/stream", ("POST",)),
         Route("/v1/responses", ("POST",)),
         Route("/v1/responses/{proxy+}", ("GET", "POST", "DELETE")),

@@ -282,6 +282,13 @@ class Settings(BaseSettings):
         alias="AGENT_FRONTEND_SUBMIT_TIMEOUT_MS",
         description="How long a run waits for the client to submit a frontend tool's result",
     )
+    run_log_ttl_s: int = Field(
+        86400,
+        ge=1,
+        alias="AGENT_RUN_LOG_TTL_S",
+        description="Seconds a run's event log is kept after its events were written: the window in which a "
+        "dropped stream resumes from any instance (GET /api/ap/runs/{runId}/events, /v1/responses/{id}?stream=true)",
+    )
 
     data_token_secret: str = Field(
         "",

@@ -18,6 +18,7 @@ from agent_core.runtime.agents import AgentCatalog, AgentDefinition
 from agent_core.runtime.cancel import CancelRegistry
 from agent_core.store.base import ChatStore, MemoryStore, Store, TurnStore, WaitStore
 from agent_core.store.blob import BlobStore
+from agent_core.store.run_log import RunLogStore
 from agent_core.tools.data_links import DataLinks
 from agent_core.tools.mcp import McpCatalog
 from agent_core.tools.service import ToolService
@@ -59,6 +60,7 @@ class RunDeps:
     # worker yet must not delay the answer, run after it and awaited before a Lambda response ends.
     in_process: WorkQueue | None = None
     guardrails: Guardrails | None = None  # the agents' guardrail checks; built from `settings` unless given
+    run_log: RunLogStore | None = None  # runs' durable event logs (resume); None: not kept (ephemeral runs)
 
     def __post_init__(self) -> None:
         if self.links is None:

@@ -170,3 +170,11 @@ def error_for_code(code: str, message: str) -> AgentError:
         if kind.code == code:
             return kind(message)
     return AgentError(message, code=code)
+
+
+class ResumeUnavailable(AgentError):
+    """A dropped stream cannot be continued from the run's event log (expired, or never fully written)."""
+
+    code = "resume_unavailable"
+    status = 410
+    type = "invalid_request_error"

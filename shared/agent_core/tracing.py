@@ -13,9 +13,10 @@ Message contents go on spans only with AGENT_OTEL_CAPTURE_CONTENT.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -116,7 +117,7 @@ def flush_traces() -> None:
 # ----- a span around an async stream -----
 
 
-async def within(span: Span, events: AsyncIterator[T]) -> AsyncIterator[T]:
+async def within(span: Span, events: AsyncIterator[T]) -> AsyncGenerator[T, None]:
     """`events`, each step run with `span` current (attached and detached around each step, so the context
     never leaks to the consumer between items, whatever task closes the stream)."""
     ctx = trace.set_span_in_context(span)
@@ -191,8 +192,10 @@ async def _run_events(runner: Any, events: AsyncIterator[T]) -> AsyncIterator[T]
     }
     span = _tracer.start_span(f"invoke_agent {turn.agent.key}", kind=SpanKind.INTERNAL, attributes=attributes)
     try:
-        async for item in within(span, events):
-            yield item
+        # Closed with this generator: a consumer that leaves ends the run now, not when it is collected
+        async with contextlib.aclosing(within(span, events)) as items:
+            async for item in items:
+                yield item
         span.set_attributes(_usage_attributes(runner.recorder.outcome.usage))
         span.set_attribute(FINISH_REASONS, [runner.recorder.finish_reason])
         status = str(getattr(run.status, "value", run.status))

@@ -235,3 +235,48 @@ def test_ag_ui_streams_a_run_from_started_to_finished(stack: DeployedStack) -> N
     events = [json.loads(d) for d in _data_lines(response)]
     assert events[0]["type"] == "RUN_STARTED" and events[-1]["type"] == "RUN_FINISHED", events
     assert "".join(e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT") == "One two."
+
+
+def test_a_stream_dropped_mid_run_resumes_through_another_instance(stack: DeployedStack) -> None:
+    # Given a run on one instance of the stream function that will wait for the browser's answer
+    stack.llm.enqueue(
+        StubScript.tool_calls(
+            [{"id": "call_pick", "name": "ask_user", "arguments": {"question": "Red or blue?", "choices": ["r", "b"]}}]
+        ),
+        StubScript.text("Blue ", "it ", "is."),
+    )
+    first = stack.function("stream").invoke_streaming(
+        http_v2_event("POST", "/api/ap/query", {"message": "pick a colour for me"}, DAVE)
+    )
+    received: list[dict[str, Any]] = []
+    # When the client drops the stream once the call has started (Lambda gets no signal of it: the
+    # invocation streams on into the void)
+    for event in first.sse_events():
+        received.append(event)
+        if event["type"] == "tool.start":
+            break
+    run_id = received[0]["runId"]
+    # Then another instance of the same function resumes it after the last event received, the browser's
+    # answer goes through the submit function, and the resumed stream runs to the run's end
+    other = stack.launch("stream")
+    try:
+        other.wait_ready()
+        last = str(received[-1]["seq"])
+        resumed = other.invoke_streaming(
+            http_v2_event("GET", f"/api/ap/runs/{run_id}/events", None, {**DAVE, "last-event-id": last})
+        )
+        assert resumed.status == 200
+        for event in resumed.sse_events():
+            received.append(event)
+            if event["type"] == "tool.end":
+                body = {"runId": run_id, "toolId": event["toolId"], "params": {"choice": "b"}}
+                answer = stack.function("submit").invoke(http_v2_event("POST", "/api/ap/submit", body, DAVE))
+                assert json.loads(answer["body"]) == {"accepted": True, "status": "accepted"}
+    finally:
+        other.stop()
+    assert [e["seq"] for e in received] == list(range(1, len(received) + 1))  # nothing lost, nothing twice
+    assert received[-1]["type"] == "run.complete"
+    assert "".join(e["delta"] for e in received if e["type"] == "content.delta") == "Blue it is."
+    # And the first invocation ran to the run's end (its response ended only then: nothing runs after it)
+    rest = list(first.sse_events())
+    assert rest and rest[-1]["type"] == "run.complete" and rest[-1]["seq"] == received[-1]["seq"]

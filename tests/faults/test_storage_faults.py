@@ -54,7 +54,25 @@ async def test_a_turn_makes_exactly_these_storage_calls(harness: Harness) -> Non
     plan = harness.inject(FaultPlan())
     seen = await harness.query(chat_id, QUESTION, "req-clean")
     assert plan.calls == TURN_CALLS, [str(c) for c in plan.calls]
+    # Beside them, the run's event log: a PutItem per batch (the 300 KB answer: several, under the item limit)
+    assert len(plan.log_writes) >= 2 and set(plan.log_writes) == {Call("dynamodb", "PutItem")}
     assert await check_turn(harness, chat_id, QUESTION, ANSWER, seen) == "run.complete"
+
+
+@pytest.mark.parametrize("kind", ["throttle", "server_error", "timeout"])
+async def test_a_failing_event_log_leaves_the_turn_whole_and_resume_says_so(harness: Harness, kind: str) -> None:
+    # Given every write of the run's event log failing
+    chat_id = await harness.new_chat()
+    _script(harness)
+    plan = harness.inject(FaultPlan(log_kind=kind))
+    # When a turn streams, Then the client gets the whole answer and everything is stored as usual
+    seen = await harness.query(chat_id, QUESTION, f"req-log-{kind}")
+    assert plan.log_writes, "the log was not written to"
+    assert await check_turn(harness, chat_id, QUESTION, ANSWER, seen) == "run.complete"
+    # And resuming the run mid-stream is refused with a stable code (its replay still shows it)
+    run_id = seen.events[0]["runId"]
+    cut = await harness.client.get(f"/api/ap/runs/{run_id}/events", params={"after": 3})
+    assert cut.status_code == 410 and cut.json()["error"]["code"] == "resume_unavailable"
 
 
 @pytest.mark.parametrize(("at", "kind", "times"), CASES)

@@ -99,13 +99,16 @@ def test_stream_without_include_usage_has_no_usage_chunk(client: openai.OpenAI, 
 
 
 def test_stream_ends_with_done(base_url: str, openai_stub: OpenAiStub) -> None:
-    # The wire itself: data-only SSE messages, then `data: [DONE]`
+    # The wire itself: `id: <n>` (1, 2, ...) and data SSE messages, then `data: [DONE]`
     openai_stub.enqueue(StubScript.text("Hi"))
     body = {"model": "main-agent", "messages": [{"role": "user", "content": "hi"}], "stream": True}
     response = httpx.post(f"{base_url}/chat/completions", json=body, headers={"Authorization": "Bearer user-a"})
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
     messages = [m for m in response.text.split("\n\n") if m and not m.startswith(":")]
-    assert messages[-1] == "data: [DONE]" and all(m.startswith("data: ") for m in messages)
+    ids = [m.split("\n", 1)[0] for m in messages]
+    assert ids == [f"id: {n}" for n in range(1, len(messages) + 1)]
+    data = [m.split("\n", 1)[1] for m in messages]
+    assert data[-1] == "data: [DONE]" and all(d.startswith("data: ") and "\n" not in d for d in data)
 
 
 def test_server_tools_run_inside_the_request(

@@ -4,7 +4,6 @@ invented is stored or replayed as a user message (Responses, Chat Completions, A
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +21,7 @@ from tests.support.bedrock_stub import BedrockScript, BedrockStub
 from tests.support.fixtures import make_settings
 from tests.support.openai_stub import OpenAiStub, StubScript
 from tests.support.server import serve
+from tests.support.sse import events_in
 
 WEATHER: dict[str, Any] = {
     "type": "function",
@@ -117,7 +117,7 @@ def _ag_ui(base_url: str, thread: str, run: str, messages: list[dict[str, Any]])
     url = base_url.removesuffix("/v1") + "/api/ag-ui"
     answer = httpx.post(url, json=body, headers={"Authorization": f"Bearer {USER}"}, timeout=30)
     assert answer.status_code == 200
-    return [json.loads(m.removeprefix("data: ")) for m in answer.text.split("\n\n") if m.startswith("data: ")]
+    return events_in(answer.text)
 
 
 def test_ag_ui_tool_message_is_the_last_message(openai_stub: OpenAiStub, base_url: str, context: AppContext) -> None:

@@ -7,7 +7,9 @@ request reached AWS. `after-call` handlers run once the (moto) service answered:
 ambiguous failure, the write committed but its answer was lost.
 
 Calls are numbered in order (from 1) over both clients; the cancel watch's periodic reads of the RUN
-item are timing-dependent, so they are neither numbered nor failed (their own test covers them).
+item and the run's event log writes (batched by time, beside the turn's other calls) are timing-dependent, so
+they are neither numbered nor failed by the numbered plan (their own tests cover them); `log_kind` fails
+every event log write with that fault instead.
 """
 
 from __future__ import annotations
@@ -59,6 +61,12 @@ def _is_cancel_poll(operation: str, params: dict[str, Any]) -> bool:
     return str(params.get("Key", {}).get("sk", {}).get("S", "")).startswith("RUN#")
 
 
+def _is_log_write(operation: str, params: dict[str, Any]) -> bool:
+    if operation != "PutItem":
+        return False
+    return str(params.get("Item", {}).get("sk", {}).get("S", "")).startswith("LOG#")
+
+
 def _cancellation(reasons: list[str]) -> dict[str, Any]:
     return {
         "Error": {"Code": "TransactionCanceledException", "Message": f"Transaction cancelled [{', '.join(reasons)}]"},
@@ -86,6 +94,8 @@ class FaultPlan:
     kind: str = ""
     at: int | None = None
     times: int = 1
+    log_kind: str = ""  # every event log write fails so (throttle, server_error, timeout)
+    log_writes: list[Call] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
     injected: list[Call] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -124,6 +134,15 @@ class FaultPlan:
         call = Call(service, model.name)
         if _is_cancel_poll(model.name, params):
             return None
+        if _is_log_write(model.name, params):
+            with self._lock:
+                self.log_writes.append(call)
+            if not self.log_kind:
+                return None
+            if self.log_kind == "timeout":
+                raise ReadTimeoutError(endpoint_url=f"https://{service}.fault.test")
+            status, code = _ANSWERS[service][self.log_kind]
+            return _response(status, {"Error": {"Code": code, "Message": f"injected {self.log_kind}"}})
         with self._lock:
             self.calls.append(call)
             fail = self._should_fail(call) and applies(self.kind, service, model.name)

@@ -16,6 +16,7 @@ _DESCRIPTIONS = {
     403: "Refused (e.g. an invalid data token)",
     404: "Not found, or not the caller's",
     409: "Conflict (e.g. `run_in_progress`)",
+    410: "Gone: `resume_unavailable` (a run's event log expired or is incomplete; its replay shows the run)",
     413: "Too large: `request_too_large` (the body), `message_too_large` (a message or item), `instructions_too_large`",
     422: "Invalid request",
     502: "The model failed (`llm_unavailable`)",

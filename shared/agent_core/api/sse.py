@@ -7,10 +7,14 @@ disconnect when the client takes nothing for `SEND_TIMEOUT_S` (a stalled reader)
 everything that has an HTTP status (400, 404, 409, 413, 422...) before it calls `sse_response`; once the
 stream has started a failure is its terminal event, written by the protocol's encoder like any other.
 
+Every message carries an `id:` line (`stream_frames`): the native seq, the Responses `sequence_number`, or
+`{seq}.{index}` on the other wires, so a browser's EventSource reconnects with `Last-Event-ID` by itself.
+
 Nothing runs after a Lambda response ends, so there the jobs a run queued are awaited before the last byte.
-A turn holding its chat's lease (see runtime/pending.py) is settled however the response ends (the client
-left before the first byte, the body closed before its first iteration, sending failed, or the whole run
-streamed): released if its events never started, else its end stored. Nothing is left to the lease's expiry.
+A stream of a turn holding its chat's lease (see runtime/pending.py) runs the turn in a task of its own
+(`Detached`): a client that goes away (before the first byte, mid-stream, or stalled) stops receiving and
+the run goes on to its end, which the response awaits however it ends, so the lease is released by the run
+itself and nothing is left to its expiry. The events can be resumed from the run's log on any instance.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -30,7 +34,7 @@ from agent_core.context import AppContext
 from agent_core.runtime.cancel import SERVER_STOPPING, CancelRegistry
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.pending import HeldTurn
-from agent_core.wires.encoder import SseData, WireEncoder, encoded
+from agent_core.wires.encoder import SseData, WireEncoder, identified
 
 PING_INTERVAL_S = 15.0
 # A client that takes no byte of a message (or ping) for this long has stalled: the response ends as if it
@@ -45,10 +49,13 @@ Messages = AsyncGenerator[ServerSentEvent, None]  # what a route streams
 F = TypeVar("F")
 
 
-def sse_message(data: Mapping[str, Any] | str, event: str | None = None) -> ServerSentEvent:
-    """One message: `event: <event>` when named, then `data: <data>` (a mapping as compact JSON, UTF-8)."""
+def sse_message(
+    data: Mapping[str, Any] | str, event: str | None = None, event_id: str | None = None
+) -> ServerSentEvent:
+    """One message: `id: <event_id>` when given, `event: <event>` when named, then `data: <data>` (a mapping as
+    compact JSON, UTF-8)."""
     text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    return ServerSentEvent(text, event=event, sep=LINE_END)
+    return ServerSentEvent(text, event=event, id=event_id, sep=LINE_END)
 
 
 class EventStream(EventSourceResponse):
@@ -77,6 +84,7 @@ class EventStream(EventSourceResponse):
         )
         self.turn = turn
         self.cancels = cancels
+        self.detached: Detached[Any] | None = None  # the run's own task, when the stream follows one
 
     async def _cancel_runs_when_stopping(self) -> None:
         await self.stopping.wait()
@@ -98,12 +106,60 @@ class EventStream(EventSourceResponse):
             await asyncio.shield(self._settle())
 
     async def _settle(self) -> None:
-        # A body left at a yield (sending failed) is closed now, which ends a run it drives.
+        # A body left at a yield (sending failed) is closed now; a detached run goes on without it.
         close = getattr(self.body_iterator, "aclose", None)
         if close is not None:
             await close()
+        if self.detached is not None:
+            await self.detached.finished()  # the response ends with the run, never before (Lambda)
         if self.turn is not None:
             await self.turn.settle()
+
+
+_END: Any = object()
+_DETACHED: set[asyncio.Task[None]] = set()  # strong references: a detached run is not collected mid-run
+
+
+class Detached(Generic[F]):
+    """A run's frames produced by a task of its own, so the run does not depend on its client: a client that
+    goes away stops receiving them, and the run goes on to its end (its answer stored, its lease released);
+    cancelling stays explicit (POST /api/ap/cancel, a wire's stop). The response awaits `finished()`."""
+
+    def __init__(self, frames: AsyncGenerator[F, None]) -> None:
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._listening = True
+        self.task = asyncio.create_task(self._pump(frames), name="detached-run")
+        _DETACHED.add(self.task)
+        self.task.add_done_callback(_DETACHED.discard)
+
+    async def _pump(self, frames: AsyncGenerator[F, None]) -> None:
+        try:
+            async with contextlib.aclosing(frames) as source:
+                async for frame in source:
+                    if self._listening:
+                        self._queue.put_nowait(frame)
+        finally:
+            self._queue.put_nowait(_END)
+
+    async def frames(self) -> AsyncGenerator[F, None]:
+        """The frames as the run makes them, until it ends (its failure raised here, as if it ran inline)."""
+        try:
+            while (frame := await self._queue.get()) is not _END:
+                yield frame
+        finally:
+            self._listening = False
+        await self.task
+
+    async def finished(self) -> None:
+        """Until the run has ended (a failure was already reported where it happened)."""
+        with contextlib.suppress(Exception):
+            await asyncio.shield(self.task)
+
+
+async def join_detached() -> None:
+    """Until every detached run of this process has ended (tests; a server stopping)."""
+    while _DETACHED:
+        await asyncio.wait(set(_DETACHED))
 
 
 async def _then_drained(ctx: AppContext, messages: Messages) -> AsyncIterator[ServerSentEvent]:
@@ -132,18 +188,27 @@ def stream_frames(
     frames: AsyncGenerator[F, None],
     sse: Callable[[F], SseData],
     *,
+    ids: Callable[[F], str | None] | None = None,
     turn: HeldTurn | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> EventStream:
-    """The one way a route streams a wire: each frame as the SSE message `sse` makes of it."""
+    """The one way a route streams a wire: each frame as the SSE message `sse` makes of it, with the `id:` line
+    `ids` gives it (from which the wire's resume continues), else its number in the stream (1, 2, ...)."""
+
+    detached = Detached(frames) if turn is not None else None
+    source_frames = detached.frames() if detached is not None else frames
 
     async def messages() -> Messages:
-        async with contextlib.aclosing(frames) as source:
+        number = 0
+        async with contextlib.aclosing(source_frames) as source:
             async for frame in source:
+                number += 1
                 data, event = sse(frame)
-                yield sse_message(data, event)
+                yield sse_message(data, event, ids(frame) if ids is not None else str(number))
 
-    return sse_response(ctx, messages(), turn=turn, headers=headers)
+    response = sse_response(ctx, messages(), turn=turn, headers=headers)
+    response.detached = detached
+    return response
 
 
 def stream_run(
@@ -154,5 +219,8 @@ def stream_run(
     turn: HeldTurn | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> EventStream:
-    """A run's events through a wire's encoder (`wires.encoder.encoded`), streamed."""
-    return stream_frames(ctx, encoded(encoder, envelopes), encoder.sse, turn=turn, headers=headers)
+    """A run's events through a wire's encoder (`wires.encoder.identified`), streamed with the encoder's ids."""
+    frames = identified(encoder, envelopes)
+    return stream_frames(
+        ctx, frames, lambda frame: encoder.sse(frame.frame), ids=lambda frame: frame.id, turn=turn, headers=headers
+    )

@@ -34,6 +34,7 @@ def ephemeral_deps(deps: RunDeps, agent: AgentDefinition | None = None) -> RunDe
         work_queue=DiscardQueue(),
         blobs=MemoryBlobStore(),
         agents=agents,
+        run_log=None,  # nothing durable: an ephemeral run cannot be resumed
     )
 
 

@@ -12,8 +12,8 @@ terminal event here; a client that goes away leaves the run cancelled with what 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import aclosing
 
 from agent_core.domain.events import (
     ChatStart,
@@ -30,6 +30,7 @@ from agent_core.errors import AgentError, DeadlineExceeded
 from agent_core.observability import logger
 from agent_core.runtime.cancel import RunCancelled
 from agent_core.runtime.envelope import Envelope
+from agent_core.runtime.event_log import EventLogWriter
 from agent_core.runtime.holdback import Holdback
 from agent_core.runtime.live_run import LiveRun
 from agent_core.runtime.next_step import Steps
@@ -92,7 +93,7 @@ class TurnRunner:
 
         A block raised here closes the strategy (and its model stream) before the run's terminal event."""
         holdback = self.holdback
-        async with aclosing(self._strategy()) as events:
+        async with contextlib.aclosing(self._strategy()) as events:
             async for event in events:
                 if holdback is None:
                     yield event
@@ -111,6 +112,26 @@ class TurnRunner:
 
     @traced_run  # the run's `invoke_agent` span (agent_core/tracing.py)
     async def events(self) -> AsyncIterator[Envelope]:
+        """The run's envelopes as sent, each also written to the run's durable log (when it has one)."""
+        log = self._log()
+        try:
+            # Closed with this generator: a consumer that leaves ends the run at once (not when collected)
+            async with contextlib.aclosing(self._events()) as events:
+                async for envelope in events:
+                    if log is not None:
+                        log.add(envelope)
+                    yield envelope
+        finally:
+            if log is not None:
+                await to_the_end(log.close())
+
+    def _log(self) -> EventLogWriter | None:
+        turn = self.turn
+        if turn.deps.run_log is None:
+            return None
+        return EventLogWriter(turn.deps.run_log, turn.run.run_id, turn.run.user_id)
+
+    async def _events(self) -> AsyncGenerator[Envelope, None]:
         recorder = self.recorder
         async with self.scope:
             try:

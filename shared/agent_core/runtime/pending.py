@@ -1,11 +1,12 @@
 """A prepared turn handed to a streaming response, which settles it however the response ends.
 
-A turn holds its chat's lease and has stored the user's message before the response starts. When the
-client leaves before the first byte, the response body is never iterated (or is closed before its
-first iteration) and the run's own clean-up never runs: `settle` then ends the run as a disconnect
-mid-stream does (`cancelled`, reason `client_disconnected`) and frees the lease at once instead of at
-its expiry (`Settings.run_lease_ms`). A run that did start ends itself; `settle` waits until its end is
-stored, so the response does not finish while the lease is still held.
+A turn holds its chat's lease and has stored the user's message before the response starts. The response
+runs the turn's events in a task of their own (api/sse.py `Detached`), so the run does not depend on its
+client: one that leaves (before the first byte or mid-stream) stops receiving, and the run goes on to its
+end. `settle` waits until that end is stored, so the response does not finish while the lease is held (in
+Lambda nothing runs after the response). Only a turn whose events never started at all (its task cancelled
+before its first step: the server stopping) is ended here, `cancelled` with the reason given, its lease
+freed at once instead of at its expiry (`Settings.run_lease_ms`).
 """
 
 from __future__ import annotations

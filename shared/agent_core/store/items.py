@@ -139,6 +139,19 @@ def wait_key(run_id: str, tool_id: str) -> Key:
     return {PK: run_pk(run_id), SK: f"{WAIT_PREFIX}{tool_id}"}
 
 
+LOG_PREFIX = "LOG#"  # a run's event log batches share its partition (store/run_log.py)
+LOG_END = "LOG#~"
+
+
+def log_sk(first_seq: int) -> str:
+    return f"{LOG_PREFIX}{first_seq:010d}"
+
+
+def log_key(run_id: str, first_seq: int) -> Key:
+    """One batch of a run's event log: its events from `first_seq` on."""
+    return {PK: run_pk(run_id), SK: log_sk(first_seq)}
+
+
 def message_sk(message_id: str) -> str:
     return f"{MSG_PREFIX}{message_id}"
 

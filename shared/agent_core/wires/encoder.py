@@ -12,6 +12,7 @@ through the wire's `close_call`: the bookkeeping is the base's, the frames the w
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ class WireEncoder(Protocol[F]):
     def close(self, ending: Ending | None = None) -> list[F]: ...
 
     def sse(self, frame: Any) -> SseData: ...
+
+    def frame_id(self, frame: Any, seq: int, index: int) -> str: ...
 
 
 @dataclass
@@ -166,6 +169,11 @@ class WireEncoderBase(ABC, Generic[F]):
     def sse(self, frame: Any) -> SseData:
         """A frame as one SSE message."""
 
+    def frame_id(self, frame: Any, seq: int, index: int) -> str:
+        """A frame's SSE `id:`: `{seq}.{index}`, the native event that made it and its place among that event's
+        frames (seq 0: the opening; the trailer counts on after the terminal event's)."""
+        return f"{seq}.{index}"
+
 
 async def encoded(encoder: WireEncoder[F], envelopes: AsyncIterator[Envelope]) -> AsyncGenerator[F, None]:
     """A run's frames: the opening, each event's, then the trailer; a consumer that leaves first (or a run that
@@ -186,3 +194,59 @@ async def encoded(encoder: WireEncoder[F], envelopes: AsyncIterator[Envelope]) -
     finally:
         if not encoder.closed:
             encoder.close(RunCancel())
+
+
+@dataclass(frozen=True)
+class Identified(Generic[F]):
+    """A frame and its SSE id (`WireEncoder.frame_id`)."""
+
+    frame: F
+    id: str
+
+
+async def identified(
+    encoder: WireEncoder[F], envelopes: AsyncIterator[Envelope]
+) -> AsyncGenerator[Identified[F], None]:
+    """`encoded`, each frame with its id: the seq of the native event it came from and its index among them."""
+    seq = 0
+
+    async def tracked() -> AsyncGenerator[Envelope, None]:
+        nonlocal seq
+        try:
+            async for envelope in envelopes:
+                seq = envelope.seq
+                yield envelope
+        finally:
+            close = getattr(envelopes, "aclose", None)
+            if close is not None:
+                await close()
+
+    index, at = 0, 0
+    async with contextlib.aclosing(encoded(encoder, tracked())) as frames:
+        async for frame in frames:
+            if seq != at:
+                index, at = 0, seq
+            yield Identified(frame, encoder.frame_id(frame, seq, index))
+            index += 1
+
+
+def frame_position(frame_id: str) -> tuple[int, int]:
+    """`{seq}.{index}` (or a bare seq) as a comparable position; (-1, -1) for an id that is neither."""
+    seq, _, index = frame_id.partition(".")
+    try:
+        return int(seq), int(index or 0)
+    except ValueError:
+        return -1, -1
+
+
+async def reencoded(
+    encoder: WireEncoder[F], envelopes: AsyncIterator[Envelope], after_id: str | None = None
+) -> AsyncGenerator[Identified[F], None]:
+    """A run's frames encoded again from its logged envelopes (the encoder as fresh as the live one was),
+    those up to and including `after_id` (a frame id the client received: `Last-Event-ID`) left out. The
+    encoders are deterministic, so the frames after it are the live stream's (how a wire resumes)."""
+    after = frame_position(after_id) if after_id is not None else (-1, -1)
+    async with contextlib.aclosing(identified(encoder, envelopes)) as frames:
+        async for frame in frames:
+            if frame_position(frame.id) > after:
+                yield frame

@@ -63,7 +63,16 @@ class NativeEncoder(WireEncoderBase[Wire]):
     def sse(self, frame: Any) -> SseData:
         return native_sse(frame)
 
+    def frame_id(self, frame: Any, seq: int, index: int) -> str:
+        return native_id(frame) or str(seq)
+
 
 def native_sse(frame: Wire) -> SseData:
     """A native event as `data: <json>` (no event name)."""
     return frame, None
+
+
+def native_id(frame: Wire) -> str | None:
+    """A native event's SSE `id:` is its seq: `Last-Event-ID` resumes after it (GET /api/ap/runs/{runId}/events)."""
+    seq = frame.get("seq")
+    return None if seq is None else str(seq)

@@ -1,24 +1,28 @@
-"""The streaming routes (stream function): POST /api/ap/query (SSE) and POST /api/ap/cancel."""
+"""The streaming routes (stream function): POST /api/ap/query (SSE), GET /api/ap/runs/{runId}/events (resume)
+and POST /api/ap/cancel."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncGenerator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Request
+from fastapi import APIRouter, Depends, Header, Query, Request
 from pydantic import Field
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now, request_timezone
 from agent_core.api.openapi import EventStreamResponse, error_responses
-from agent_core.api.schemas import ChatId, RequestBody
+from agent_core.api.schemas import ChatId, PathId, RequestBody
 from agent_core.api.sse import EventStream, stream_frames, stream_run
 from agent_core.context import AppContext
 from agent_core.domain.models import TurnResult
-from agent_core.errors import NotFound
+from agent_core.errors import InvalidRequest, NotFound, ResumeUnavailable
+from agent_core.observability import logger
 from agent_core.runtime.pending import PendingTurn
+from agent_core.runtime.resume import ResumeBroken, open_resume
 from agent_core.runtime.turn import TurnRequest, prepare_turn
-from agent_core.wires.native import NativeEncoder, native_sse
+from agent_core.wires.native import NativeEncoder, native_id, native_sse
 
 router = APIRouter(prefix="/api/ap", tags=["stream"], responses=error_responses(401, 413, 422))
 
@@ -76,9 +80,54 @@ async def query(
     # Everything that answers with an HTTP status (404, 409, 422, 413) happens before the stream starts.
     prepared = await prepare_turn(ctx.deps, turn)
     if isinstance(prepared, TurnResult):
-        return stream_frames(ctx, _replayed(ctx, prepared), native_sse)
+        return stream_frames(ctx, _replayed(ctx, prepared), native_sse, ids=native_id)
     turn_events = PendingTurn(prepared)
     return stream_run(ctx, NativeEncoder(), turn_events.events(), turn=turn_events)
+
+
+def _last_event_id(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        seq = int(value)
+    except ValueError:
+        seq = -1
+    if seq < 0:
+        raise InvalidRequest("Last-Event-ID must be the seq of an event of this run", param="Last-Event-ID")
+    return seq
+
+
+async def _resumed(events: AsyncGenerator[dict[str, Any], None]) -> AsyncGenerator[dict[str, Any], None]:
+    """The resumed events; a log that stops short of the run's end ends the stream with `stream.error`."""
+    try:
+        async with contextlib.aclosing(events) as source:
+            async for event in source:
+                yield event
+    except ResumeBroken as broken:
+        logger.warning("a resumed stream cannot continue", extra={"reason": str(broken)})
+        yield {"type": "stream.error", "code": ResumeUnavailable.code, "message": RESUME_BROKEN}
+
+
+RESUME_BROKEN = "the run's event log is incomplete: the stream cannot continue (GET /api/ap/chat shows the run)"
+
+
+@router.get(
+    "/runs/{run_id}/events",
+    response_class=EventStreamResponse,
+    responses=error_responses(404, 410, 422),
+)
+async def run_events(
+    run_id: PathId,
+    ctx: Ctx,
+    user: User,
+    after: Annotated[int | None, Query(ge=0, description="Resume after this seq (else Last-Event-ID, else 0)")] = None,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=32)] = None,
+) -> EventStream:
+    """Resume a run's native stream on any instance: every event after `after` (or `Last-Event-ID`), then the
+    live run's until its terminal event (docs/protocol.md, "Resume")."""
+    start = after if after is not None else _last_event_id(last_event_id)
+    events = await open_resume(ctx.deps, run_id, user, start or 0)
+    return stream_frames(ctx, _resumed(events), native_sse, ids=native_id)
 
 
 @router.post("/cancel", responses=error_responses(404))

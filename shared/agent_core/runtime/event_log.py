@@ -1,0 +1,120 @@
+"""A run's events written to its durable log (store/run_log.py) beside the live stream, never in its way.
+
+`add` only buffers (the live stream never waits for storage); a task of the writer's own writes a batch
+when the oldest buffered event is `MAX_DELAY_S` old or `MAX_BATCH_EVENTS` are waiting, and at once for a
+terminal event or one after which the run waits (a frontend tool's `tool.end`). A batch that cannot be
+written after a few tries ends the log for this run (`failed`): the run goes on, nothing more is written
+(a reader sees the log stop short of the run's end and says it cannot resume). `close` writes what is left;
+the run awaits it before it is over (in Lambda nothing runs after the response), bounded by `CLOSE_TIMEOUT_S`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+
+from agent_core.domain.events import TERMINAL_TYPES, ToolStart
+from agent_core.observability import logger
+from agent_core.runtime.envelope import Envelope
+from agent_core.store.run_log import MAX_BATCH_EVENTS, RunLogStore, Wire
+
+MAX_DELAY_S = 0.1
+WRITE_TRIES = 3
+RETRY_DELAY_S = 0.05
+CLOSE_TIMEOUT_S = 5.0
+
+
+class EventLogWriter:
+    """One run's log: buffered `add`, batched writes in a task, `close` at the run's end."""
+
+    def __init__(
+        self,
+        log: RunLogStore,
+        run_id: str,
+        user_id: str,
+        *,
+        clock_s: Callable[[], float] = time.time,
+        max_delay_s: float = MAX_DELAY_S,
+        timer: Callable[[asyncio.Event, float], Awaitable[None]] | None = None,
+    ) -> None:
+        self.log = log
+        self.run_id = run_id
+        self.user_id = user_id
+        self._clock_s = clock_s
+        self._max_delay_s = max_delay_s
+        self._timer = timer or _until_woken
+        self._buffer: list[Wire] = []
+        self._urgent = False
+        self._wake = asyncio.Event()
+        self._closing = False
+        self._task: asyncio.Task[None] | None = None
+        self._frontend: set[str] = set()
+        self.failed = False
+        self.writes = 0
+
+    def add(self, envelope: Envelope) -> None:
+        """Buffer one sent event (never waits); the writer task is started on the first."""
+        if self.failed or self._closing:
+            return
+        event = envelope.event
+        if isinstance(event, ToolStart) and event.tool_type == "frontend":
+            self._frontend.add(event.tool_id)
+        self._buffer.append(envelope.wire())
+        if len(self._buffer) == 1:
+            self._wake.set()  # the writer's delay starts with the oldest buffered event
+        waits = envelope.type == "tool.end" and getattr(event, "tool_id", None) in self._frontend
+        if envelope.type in TERMINAL_TYPES or waits or len(self._buffer) >= MAX_BATCH_EVENTS:
+            self._urgent = True
+            self._wake.set()
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"event-log-{self.run_id}")
+
+    async def _run(self) -> None:
+        while True:
+            if not self._buffer:
+                if self._closing:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            if not self._urgent and not self._closing:
+                self._wake.clear()  # set again only by an urgent event, a full batch or close
+                await self._timer(self._wake, self._max_delay_s)
+            batch, self._buffer, self._urgent = self._buffer, [], False
+            if not await self._write(batch):
+                self.failed = True
+                self._buffer = []
+                return
+
+    async def _write(self, batch: list[Wire]) -> bool:
+        for attempt in range(WRITE_TRIES):
+            try:
+                await self.log.append(self.run_id, self.user_id, batch, int(self._clock_s()))
+                self.writes += 1
+                return True
+            except Exception:
+                if attempt == WRITE_TRIES - 1:
+                    logger.exception("the run's event log could not be written", extra={"runId": self.run_id})
+                    return False
+                await asyncio.sleep(RETRY_DELAY_S * (attempt + 1))
+        return False
+
+    async def close(self, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
+        """Write what is buffered, then stop (at most `timeout_s`: a hung store does not hold the run)."""
+        self._closing = True
+        self._wake.set()
+        task = self._task
+        if task is None:
+            return
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+        if not done:
+            task.cancel()
+            self.failed = True
+
+
+async def _until_woken(wake: asyncio.Event, delay_s: float) -> None:
+    """Until `wake` is set or `delay_s` has passed."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(wake.wait(), delay_s)
