@@ -41,6 +41,31 @@ class Envelope:
 TERMINAL = frozenset({"run.complete", "run.error", "run.cancel"})
 
 
+def _event_types() -> dict[str, type[Event]]:
+    found: dict[str, type[Event]] = {}
+    pending = list(Event.__subclasses__())
+    while pending:
+        kind = pending.pop()
+        pending += kind.__subclasses__()
+        default = kind.model_fields["type"].default
+        if isinstance(default, str):
+            found[default] = kind
+    return found
+
+
+_EVENT_TYPES = _event_types()
+
+
+def envelope_from_wire(wire: dict[str, Any]) -> Envelope:
+    """The envelope a native JSON object was made from (`Envelope.wire`), as a run's log holds it."""
+    fields = dict(wire)
+    kind = str(fields.pop("type"))
+    seq, timestamp, run_id = int(fields.pop("seq")), int(fields.pop("timestamp")), str(fields.pop("runId"))
+    chat_id, request_id = str(fields.pop("chatId", "")), str(fields.pop("requestId", ""))
+    event = _EVENT_TYPES[kind].model_validate(fields)
+    return Envelope(event, seq, timestamp, run_id, chat_id, request_id)
+
+
 class EventAssembler:
     """Stamps events in order and enforces the boundary rules: a result never precedes its call's end,
     and every call started has its end before the terminal event (a run cut off mid-call ends it)."""

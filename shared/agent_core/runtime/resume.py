@@ -69,19 +69,31 @@ async def open_resume(deps: RunDeps, run_id: str, user_id: str, after: int) -> A
     pointer = await deps.store.get_run_pointer(run_id, int(time.time()))
     if pointer is None or pointer.user_id != user_id:
         raise run_not_found()
-    source = ResumeSource(deps, pointer)
-    first = await source.read(after)
-    if first.events or (first.found and not first.gap):
-        return follow(source, after, first)
-    run = await source.run()
+    events = await log_events(deps, pointer, after)
+    if events is not None:
+        return events
+    run = await deps.store.get_run(pointer.chat_id, pointer.run_id)
     if run is None:
         raise run_not_found()
-    if run.status == RunStatus.RUNNING and not first.gap:
+    return _from_replay(deps, run, after)
+
+
+async def log_events(deps: RunDeps, pointer: RunPointer, after: int) -> AsyncGenerator[Wire, None] | None:
+    """The run's native events after `after` from its log, then its live ones (`follow`); None when the log
+    cannot serve them (a finished run whose log expired, was never written, or misses the next event)."""
+    source = ResumeSource(deps, pointer)
+    first = await source.read(after)
+    if first.gap:
+        return None
+    if first.events or first.found:
+        return follow(source, after, first)
+    run = await source.run()
+    if run is not None and run.status == RunStatus.RUNNING:
         return follow(source, after, first)  # nothing written yet: the tail waits for it
-    return _from_replay(deps, run, after, logged=first.found)
+    return None
 
 
-def _from_replay(deps: RunDeps, run: Run, after: int, *, logged: bool) -> AsyncGenerator[Wire, None]:
+def _from_replay(deps: RunDeps, run: Run, after: int) -> AsyncGenerator[Wire, None]:
     """A finished run whose log cannot serve the stream: its stored replay, when it is exact (the client has
     nothing yet, or everything already), else 410."""
     snapshot = deps.data_links.refresh(run.snapshot or [], run.chat_id)
@@ -90,8 +102,8 @@ def _from_replay(deps: RunDeps, run: Run, after: int, *, logged: bool) -> AsyncG
         return _listed(snapshot)
     if snapshot and after >= last:
         return _listed([])
-    reason = "the run's event log is incomplete" if logged else "the run's event log has expired"
-    raise ResumeUnavailable(f"{reason}: its stored replay shows the run (GET /api/ap/chat)", param="after")
+    message = "the run's event log has expired or is incomplete: its stored replay shows the run (GET /api/ap/chat)"
+    raise ResumeUnavailable(message, param="after")
 
 
 async def _listed(events: list[Wire]) -> AsyncGenerator[Wire, None]:

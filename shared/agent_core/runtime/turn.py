@@ -58,6 +58,7 @@ class TurnRequest:
     # The turn continues from the client's tool results, already stored as the history of the chat `chat_id`
     # names: no USER message is written, the model is called with the results last, `message` is unused ('').
     continuation: bool = False
+    client_run_id: str | None = None  # the client's own id for the run (Run.client_run_id)
 
     @property
     def stored_message(self) -> str | None:
@@ -203,6 +204,7 @@ async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admis
         model=_model(deps, req, agent),
         started_at=at_ms,
         lease_at=now_ms() if req.now else None,  # the lease is on the wall clock whatever "now" says
+        client_run_id=req.client_run_id,
     )
     user_message = None
     if not req.continuation:

@@ -39,6 +39,7 @@ class TurnPlan:
     now: datetime | None = None
     public_base_url: str = ""
     deadline_ms: int | None = None  # a blocking answer's turn deadline; else the stream deadline
+    client_run_id: str | None = None  # the client's own id for the run (AG-UI's runId)
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,7 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
         public_base_url=plan.public_base_url,
         deadline_ms=plan.deadline_ms,
         continuation=continuation,
+        client_run_id=plan.client_run_id,
     )
     prepared = await prepare_turn(deps, request)
     if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry
