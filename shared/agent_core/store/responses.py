@@ -33,6 +33,8 @@ class ResponseRecord(BaseModel):
     input_items: list[dict[str, Any]] = Field(default_factory=list)
     response: dict[str, Any] = Field(default_factory=dict)  # the Response object, output and usage included
     request: dict[str, Any] | None = None  # the create parameters, kept for a background worker
+    # How its stream was encoded (wires/responses/resume.py): a stream resumes from the run's log on any instance
+    stream: dict[str, Any] | None = None
 
     def body(self) -> dict[str, Any]:
         """The Response as the API returns it (the status attribute wins over the stored body's)."""
@@ -71,6 +73,7 @@ class ResponseStore:
             "createdAt": record.created_at,
             TTL_ATTRIBUTE: record.created_at + RESPONSE_TTL_S,
             "request": _dumps(record.request) if record.request is not None else None,
+            "stream": _dumps(record.stream) if record.stream is not None else None,
             **body,
         }
         item = {k: v for k, v in item.items() if v is not None}
@@ -93,6 +96,7 @@ class ResponseStore:
             input_items=json.loads(body.get("input", "[]")),
             response=response,
             request=json.loads(item["request"]) if item.get("request") else None,
+            stream=json.loads(body["stream"]) if body.get("stream") else None,
         )
 
     async def create(self, record: ResponseRecord) -> None:
@@ -112,6 +116,8 @@ class ResponseStore:
     async def start(self, record: ResponseRecord) -> bool:
         """A queued response starts running in its chat; False when it was cancelled (or deleted) meanwhile."""
         ids = {"chatId": record.chat_id, "runId": record.run_id}
+        if record.stream is not None:
+            ids["stream"] = _dumps(record.stream)
         update = Update(set={"status": "in_progress", **{k: v for k, v in ids.items() if v is not None}})
         try:
             await self.table.update(response_key(record.response_id), update, Condition.of(eq("status", "queued")))

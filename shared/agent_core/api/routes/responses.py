@@ -22,12 +22,14 @@ from agent_core.runtime.pending import HeldTurn
 from agent_core.store.responses import ACTIVE, ResponseRecord
 from agent_core.wires.responses.encoder import replay_events
 from agent_core.wires.responses.encoder import sse as responses_sse
+from agent_core.wires.responses.encoder import sse_id as responses_sse_id
 from agent_core.wires.responses.execution import BackgroundResponses, queue_response, start_response
 from agent_core.wires.responses.idempotency import HEADER as IDEMPOTENCY_HEADER
 from agent_core.wires.responses.idempotency import IdempotencyKeys, answer_is_final, idempotency_key
 from agent_core.wires.responses.items import ListQuery, list_page
 from agent_core.wires.responses.plan import ResponsePlan, model_ids, plan_response
 from agent_core.wires.responses.request import ResponseCreate
+from agent_core.wires.responses.resume import resumed_frames
 
 router = APIRouter(prefix="/v1", tags=["responses"], responses=error_responses(400, 401))
 
@@ -61,8 +63,9 @@ async def _owned(ctx: AppContext, response_id: str, user: str) -> ResponseRecord
 
 
 def _sse(events: AsyncGenerator[dict[str, Any], None], ctx: AppContext, turn: HeldTurn | None = None) -> EventStream:
-    """Each event as `event: <type>` and `data: <json>`; `turn` when it holds its chat's lease."""
-    return stream_frames(ctx, events, responses_sse, turn=turn)
+    """Each event as `id: <sequence_number>`, `event: <type>` and `data: <json>`; `turn` when it holds its chat's
+    lease."""
+    return stream_frames(ctx, events, responses_sse, ids=responses_sse_id, turn=turn)
 
 
 async def _listed(events: list[dict[str, Any]]) -> AsyncGenerator[dict[str, Any], None]:
@@ -104,7 +107,7 @@ async def create_response(
     if earlier is not None:  # a retry: the first attempt's Response
         if not answer_is_final(earlier):
             raise RunInProgress("this request is still running", param=IDEMPOTENCY_HEADER)
-        return _stored(ctx, runs, earlier, stream=bool(body.stream))
+        return await _stored(ctx, runs, earlier, stream=bool(body.stream))
     try:
         return await _create(plan, ctx, runs)
     except BaseException:
@@ -158,11 +161,20 @@ async def retrieve_response(
     runs: Runs,
     stream: bool = False,
     starting_after: Annotated[int | None, Query(ge=-1)] = None,
+    last_event_id: Annotated[
+        str | None,
+        Header(alias="Last-Event-ID", max_length=32, description="`starting_after`, as EventSource sends it"),
+    ] = None,
 ) -> JSONResponse | EventStream:
-    return _stored(ctx, runs, await _owned(ctx, response_id, user), stream=stream, starting_after=starting_after)
+    if starting_after is None and last_event_id is not None:
+        if not last_event_id.lstrip("-").isdigit():
+            raise InvalidRequest("Last-Event-ID must be a sequence_number", param="Last-Event-ID")
+        starting_after = int(last_event_id)
+    record = await _owned(ctx, response_id, user)
+    return await _stored(ctx, runs, record, stream=stream, starting_after=starting_after)
 
 
-def _stored(
+async def _stored(
     ctx: AppContext,
     runs: BackgroundResponses,
     record: ResponseRecord,
@@ -170,7 +182,8 @@ def _stored(
     stream: bool,
     starting_after: int | None = None,
 ) -> JSONResponse | EventStream:
-    """A stored Response (its data links signed afresh), or its events: live when it runs here, else replayed."""
+    """A stored Response (its data links signed afresh), or its events: live when it runs here, else from its
+    run's log on any instance (the same events and sequence numbers), else replayed from the stored Response."""
     body = ctx.deps.data_links.refresh(record.body(), record.chat_id) if record.chat_id else record.body()
     if not stream:
         return JSONResponse(body)
@@ -178,6 +191,9 @@ def _stored(
     if log is not None:  # a background response running here: follow it live
         return _sse(log.follow(starting_after), ctx)
     after = -1 if starting_after is None else starting_after
+    resumed = await resumed_frames(ctx.deps, ctx.responses, record, after)
+    if resumed is not None:
+        return _sse(resumed, ctx)
     return _sse(_listed([e for e in replay_events(body) if e["sequence_number"] > after]), ctx)
 
 

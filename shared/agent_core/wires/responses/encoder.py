@@ -138,16 +138,21 @@ class ResponsesEncoder(WireEncoderBase[Wire]):
         return [self._done(call.native_id, item)]
 
     def terminal(self, terminal: Terminal, closing: list[Wire], envelope: Envelope | Event) -> list[Wire]:
+        # When the run's terminal event ended it, it says when (a stream re-encoded from the run's log is the same)
+        at = envelope.timestamp // 1000 if isinstance(envelope, Envelope) else _now()
         match terminal:
             case RunComplete(finish_reason=finish_reason, usage=usage):
-                return [*closing, self._complete(finish_reason, usage)]
+                return [*closing, self._complete(finish_reason, usage, at)]
             case RunError(code=code, message=message):
                 error = {"code": "server_error", "message": f"[{code}] {message}"}
-                return [*closing, self._lifecycle("response.failed", status="failed", error=error, completed_at=_now())]
-        return [*closing, self._lifecycle("response.incomplete", status="cancelled", completed_at=_now())]
+                return [*closing, self._lifecycle("response.failed", status="failed", error=error, completed_at=at)]
+        return [*closing, self._lifecycle("response.incomplete", status="cancelled", completed_at=at)]
 
     def sse(self, frame: Any) -> SseData:
         return sse(frame)
+
+    def frame_id(self, frame: Any, seq: int, index: int) -> str:
+        return sse_id(frame) or f"{seq}.{index}"
 
     # ----- items -----
 
@@ -252,8 +257,8 @@ class ResponsesEncoder(WireEncoderBase[Wire]):
         events.append(self._done(native_id, item))
         return events
 
-    def _complete(self, finish_reason: str, usage: dict[str, int] | None) -> Wire:
-        done = {"usage": usage_object(usage), "completed_at": _now()}
+    def _complete(self, finish_reason: str, usage: dict[str, int] | None, at: int) -> Wire:
+        done = {"usage": usage_object(usage), "completed_at": at}
         if finish_reason == "deadline":  # the turn's time budget ran out: what streamed so far is the answer
             # The API's reasons are a closed set: a cut-short answer is `max_output_tokens` (Chat Completions'
             # `length`), the one an SDK client already handles
@@ -265,6 +270,12 @@ class ResponsesEncoder(WireEncoderBase[Wire]):
 def sse(event: Wire) -> SseData:
     """A Responses event as `event: <type>` and `data: <json>`."""
     return event, str(event["type"])
+
+
+def sse_id(event: Wire) -> str | None:
+    """A Responses event's SSE `id:` is its `sequence_number` (`starting_after` / `Last-Event-ID` resume after it)."""
+    number = event.get("sequence_number")
+    return None if number is None else str(number)
 
 
 def _failure(status: str, reason: str | None, result: Any) -> Wire:

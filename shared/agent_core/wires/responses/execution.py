@@ -26,6 +26,7 @@ from agent_core.wires.encoder import encoded
 from agent_core.wires.responses.encoder import ResponsesEncoder
 from agent_core.wires.responses.plan import ResponsePlan, plan_response
 from agent_core.wires.responses.request import ResponseCreate
+from agent_core.wires.responses.resume import StreamState
 from agent_core.wires.turn import open_turn
 
 Wire = dict[str, Any]
@@ -107,18 +108,20 @@ class ResponseRun:
         return self.record.body() if self.record is not None else self.encoder.aggregator.snapshot()
 
 
-def _encoder(plan: ResponsePlan, chat_id: str | None) -> ResponsesEncoder:
-    response = plan.response("in_progress", chat_id)
-    return ResponsesEncoder(response, client_tools=plan.client_tools, server_label=plan.agent.key)
+def _state(plan: ResponsePlan, chat_id: str | None) -> StreamState:
+    """How the response's stream is encoded (saved with it: a stream resumes on any instance)."""
+    return StreamState(plan.response("in_progress", chat_id), sorted(plan.client_tools), plan.agent.key)
 
 
 async def start_response(plan: ResponsePlan, responses: ResponseStore) -> ResponseRun:
     """Take the lease now (errors answer with an HTTP status); store:true saves it `in_progress` first."""
     prepared = await open_turn(plan)
     chat_id, run_id = prepared.chat.chat_id, prepared.run.run_id
+    state = _state(plan, chat_id)
     record = None
     if plan.body.stored:
         record = plan.record("in_progress", chat_id, run_id)
+        record.stream = state.dump()
         try:
             await responses.create(record)
         except BaseException as exc:  # the lease is taken: free it (it would hold the chat until it expires)
@@ -127,7 +130,7 @@ async def start_response(plan: ResponsePlan, responses: ResponseStore) -> Respon
             release = release_failed_run(plan.deps, prepared.run, code, message, at, prepared.request.stored_message)
             await asyncio.shield(release)
             raise
-    return ResponseRun(plan, prepared, _encoder(plan, chat_id), responses if record else None, record)
+    return ResponseRun(plan, prepared, state.encoder(), responses if record else None, record)
 
 
 async def queue_response(plan: ResponsePlan, responses: ResponseStore) -> ResponseRecord:
@@ -144,6 +147,7 @@ async def run_queued(deps: RunDeps, responses: ResponseStore, response_id: str, 
         return  # cancelled, deleted or already taken
     send = emit or (lambda event: None)
     body = ResponseCreate.model_validate(record.request)
+    start_response_object = record.response  # what the encoder starts from (saved: the stream can resume)
     encoder = ResponsesEncoder(record.response, client_tools=body.client_tools)
     for event in encoder.created():
         send(event)
@@ -163,9 +167,12 @@ async def run_queued(deps: RunDeps, responses: ResponseStore, response_id: str, 
         await responses.finish(record)
         return
     record.chat_id, record.run_id = prepared.chat.chat_id, prepared.run.run_id
+    conversation = {"id": record.chat_id}
+    state = StreamState(start_response_object, sorted(body.client_tools), plan.agent.key, conversation)
+    record.stream = state.dump()
     started = await responses.start(record)
     encoder.server_label = plan.agent.key
-    encoder.aggregator.update(conversation={"id": record.chat_id})
+    encoder.aggregator.update(conversation=conversation)
     for event in encoder.in_progress():
         send(event)
     run = ResponseRun(plan, prepared, encoder, responses, record, cancel_at_start=not started)
