@@ -28,6 +28,7 @@ from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.llm.openai_client import OpenAiLlmClient
 from agent_core.store.memory_table import MemoryTable
+from agent_core.store.table import Condition, Item
 from tests.support.fixtures import make_settings
 from tests.support.openai_stub import OpenAiStub, StubScript
 from tests.support.server import serve
@@ -56,10 +57,25 @@ def stub() -> Iterator[OpenAiStub]:
         yield server
 
 
+class LogTable(MemoryTable):
+    """A memory table whose run-log writes (LOG# items) the test can make fail."""
+
+    fail_log = False
+
+    async def put(self, item: Item, condition: Condition | None = None) -> None:
+        if self.fail_log and str(item.get("sk", "")).startswith("LOG#"):
+            raise RuntimeError("the table refused the write")
+        await super().put(item, condition)
+
+
 @pytest.fixture
-def instances(stub: OpenAiStub) -> Iterator[tuple[str, str]]:
+def table() -> LogTable:
+    return LogTable()
+
+
+@pytest.fixture
+def instances(stub: OpenAiStub, table: LogTable) -> Iterator[tuple[str, str]]:
     """Two app instances (two Lambda environments) over one table, each behind its own uvicorn."""
-    table = MemoryTable()
     first = build_app(*routes.local, context=_context(table, stub))
     second = build_app(*routes.local, context=_context(table, stub))
     with serve(first) as a, serve(second) as b:
@@ -208,6 +224,28 @@ async def test_a_client_tool_call_resumes_as_the_clients_own(
     assert await resumed.done() == whole
     start = json.loads(next(_data(m) for m in whole if "tool-input-start" in m))
     assert start["toolName"] == "pick_color" and "providerExecuted" not in start
+
+
+async def test_a_log_that_stops_short_ends_the_resumed_stream_with_the_wires_error(
+    instances: tuple[str, str], stub: OpenAiStub, client: httpx.AsyncClient, table: LogTable
+) -> None:
+    # Given a run whose log writes all fail (the live stream is whole: the log never delays or breaks it)
+    a, b = instances
+    table.fail_log = True
+    hold = threading.Event()
+    _held_answer(stub, hold, tool=False)
+    live = Stream().start(client, "POST", f"{a}/api/ui-stream", json=_ui_body("chat-b", "hi"))
+    await live.until('"delta":"ten "')
+    # When a client resumes it while it runs
+    resumed = Stream().start(client, "GET", f"{b}/api/ui-stream/chat-b/stream")
+    await _until(lambda: resumed.status, "the resume answered")
+    hold.set()
+    assert _data((await live.done())[-1]) == "[DONE]"
+    # Then the resumed stream cannot continue past what the log holds, and says so in the wire's own terms
+    messages = [_data(m) for m in await resumed.done()]
+    assert resumed.status == 200 and messages[-1] == "[DONE]"
+    error = json.loads(messages[-2])
+    assert error["type"] == "error" and error["errorText"].startswith("[resume_unavailable] ")
 
 
 def _ag_ui_body(thread: str, run: str, text: str) -> dict[str, Any]:
