@@ -396,6 +396,7 @@ def test_cors_from_settings(dev: Synth, prod_jwt: Synth) -> None:
     assert all("Last-Event-ID" in json.dumps(m) for m in preflight)
     for url in prod_jwt.resources("AWS::Lambda::Url").values():
         assert url["Properties"]["Cors"]["AllowOrigins"] == ["https://app.example.com", "https://admin.example.com"]
+        assert "last-event-id" in url["Properties"]["Cors"]["AllowHeaders"]
 
 
 def test_function_urls_follow_auth_mode(dev: Synth, prod_jwt: Synth, grown: Synth) -> None:
