@@ -16,7 +16,6 @@ learns them from the `tool.start` events as they come, before it encodes them.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import AsyncGenerator
 from typing import Any, Protocol, TypeVar
 
@@ -42,19 +41,20 @@ class ClientToolsEncoder(WireEncoder[F], Protocol[F]):
     client_tools: frozenset[str]
 
 
-def frame_id(value: str | None, param: str = "Last-Event-ID") -> FrameId | None:
-    """A `{seq}.{index}` SSE id as a comparable pair; None when absent; 422 when it is not one."""
+def _parsed(value: str) -> FrameId | None:
+    seq, dot, index = value.strip().partition(".")
+    return (int(seq), int(index)) if dot and seq.isdigit() and index.isdigit() else None
+
+
+def frame_id(value: str | None) -> FrameId | None:
+    """A client's `Last-Event-ID` (`{seq}.{index}`) as a comparable pair; None when absent; 422 when not one."""
     if value is None:
         return None
-    seq, dot, index = value.strip().partition(".")
-    if dot and seq.isdigit() and index.isdigit():
-        return int(seq), int(index)
-    raise InvalidRequest("Last-Event-ID must be the id of an event of this stream ({seq}.{index})", param=param)
-
-
-def _key(value: str) -> FrameId:
-    seq, _, index = value.partition(".")
-    return int(seq), int(index)
+    parsed = _parsed(value)
+    if parsed is None:
+        message = "Last-Event-ID must be the id of an event of this stream ({seq}.{index})"
+        raise InvalidRequest(message, param="Last-Event-ID")
+    return parsed
 
 
 async def active_run(deps: RunDeps, chat: Chat) -> Run | None:
@@ -93,9 +93,9 @@ async def resumed_frames(
         except ResumeBroken as broken:
             logger.warning("a resumed stream cannot continue", extra={"runId": run.run_id, "reason": str(broken)})
             end = RunError(code=ResumeUnavailable.code, message=LOG_BROKEN)
-            yield Envelope(end, last + 1, int(time.time() * 1000), run.run_id, run.chat_id, run.request_id)
+            yield Envelope(end, last + 1, now_ms(), run.run_id, run.chat_id, run.request_id)
 
     async with contextlib.aclosing(identified(encoder, envelopes())) as frames:
         async for frame in frames:
-            if after is None or _key(frame.id) > after:
+            if after is None or (_parsed(frame.id) or (0, 0)) > after:
                 yield frame
