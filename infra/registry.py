@@ -209,6 +209,7 @@ STREAM = FunctionSpec(
         Route("/v1/models", ("GET",)),
         Route("/v1/chat/completions", ("POST",)),
         Route("/api/ui-stream", ("POST",)),
+        Route("/api/ui-stream/{proxy+}", ("GET",)),  # useChat's resume: /api/ui-stream/{chatId}/stream
         Route("/api/ag-ui", ("POST",)),
         Route("/api/ag-ui/{proxy+}", ("POST",)),
     ),

@@ -21,6 +21,7 @@ CORS_HEADERS = [
     "X-Request-Id",
     "X-User-Id",
     "X-Timezone",
+    "Last-Event-ID",  # a browser resuming a dropped stream (docs/protocol.md, "Resume")
     "X-Amz-Date",
     "X-Amz-Security-Token",
 ]

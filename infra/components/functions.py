@@ -295,7 +295,7 @@ class AgentFunctions(Construct):
                 cors=lambda_.FunctionUrlCorsOptions(
                     allowed_origins=list(s.cors_origins),
                     allowed_methods=[lambda_.HttpMethod.ALL],
-                    allowed_headers=["authorization", "content-type", "x-request-id", "x-user-id"],
+                    allowed_headers=["authorization", "content-type", "x-request-id", "x-user-id", "last-event-id"],
                     max_age=cdk.Duration.hours(1),
                 )
                 if s.cors_origins

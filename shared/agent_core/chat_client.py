@@ -4,6 +4,7 @@ Answers stream as they are produced; each tool call is one line when it starts r
 result arrives (status, duration); a frontend tool (`ask_user`, or any other an agent declares) is asked at
 the keyboard and answered through POST /api/ap/submit while the run waits, and so is a call that needs approval
 (`tool.approval`: `Approve tool(args)? [y/N]`, a reason on deny). Ctrl-C during a run cancels it.
+A connection that drops mid-run is resumed by itself after the last event shown (`RunFollower`).
 Commands: /new, /chats, /open ID, /agent [KEY], /help, /quit.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -74,12 +76,68 @@ class Api:
         return response.json() if response.content else None
 
     def query(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """A run's events; a connection that drops mid-run is resumed (`RunFollower`)."""
+        follower = RunFollower(self)
+        yield from follower.follow(self._events("POST", "/api/ap/query", json=body))
+
+    def run_events(self, run_id: str, after: int) -> Iterator[dict[str, Any]]:
+        """A run's events after seq `after`, then its live ones (GET /api/ap/runs/{runId}/events)."""
+        headers = {"Last-Event-ID": str(after)}
+        return self._events("GET", f"/api/ap/runs/{run_id}/events", headers=headers)
+
+    def _events(self, method: str, path: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
         timeout = httpx.Timeout(self.client.timeout.connect, read=None)
-        with self.client.stream("POST", "/api/ap/query", json=body, timeout=timeout) as response:
+        with self.client.stream(method, path, timeout=timeout, **kwargs) as response:
             if response.status_code >= 400:
                 raise _error(response)
             for message in EventSource(response).iter_sse():  # `: ping` comments are not messages
                 yield json.loads(message.data)
+
+
+RESUME_TRIES = 5  # reconnects in a row that bring nothing new before the client gives up
+RESUME_BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 4.0)
+
+
+@dataclass
+class RunFollower:
+    """A run's events to its terminal one across dropped connections: when the stream breaks (or ends) before
+    the terminal event, the run goes on on the server, and the client asks for the events after the last one
+    it got (`Last-Event-ID`: its seq), so nothing is shown twice and nothing is missed."""
+
+    api: Api
+    sleep: Callable[[float], None] = time.sleep
+    run_id: str = ""
+    seq: int = 0
+    resumed: int = 0  # reconnects made
+
+    def follow(self, first: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        stream, failures = first, 0
+        while True:
+            before = self.seq
+            try:
+                for event in stream:
+                    if event.get("type") == "stream.error":  # the server cannot continue this stream
+                        raise ApiError(410, {"error": event})
+                    seq = int(event.get("seq", 0))
+                    if seq and seq <= self.seq:
+                        continue  # already shown (never expected: the server starts after Last-Event-ID)
+                    self.seq = seq or self.seq
+                    self.run_id = str(event.get("runId") or self.run_id)
+                    yield event
+                    if event["type"] in TERMINAL:
+                        return
+                if not self.run_id:
+                    return  # ended before the run had an id: nothing to resume
+            except httpx.TransportError:
+                if not self.run_id:
+                    raise  # the run never started for this client: nothing to resume
+            failures = 0 if self.seq > before else failures + 1
+            if failures >= RESUME_TRIES:
+                return
+            if failures:
+                self.sleep(RESUME_BACKOFF_S[min(failures, len(RESUME_BACKOFF_S)) - 1])
+            self.resumed += 1
+            stream = self.api.run_events(self.run_id, self.seq)
 
 
 @dataclass

@@ -219,6 +219,21 @@ def test_the_vercel_ui_message_stream_streams_parts_then_done(stack: DeployedSta
     assert "".join(p["delta"] for p in parts if p["type"] == "text-delta") == "One two."
 
 
+def test_the_vercel_resume_route_is_served_behind_the_web_adapter(stack: DeployedStack) -> None:
+    # useChat({resume: true}) asks GET /api/ui-stream/{id}/stream: through the stream function as deployed,
+    # a chat with no run going on is 204 (nothing to resume) and one the caller does not have 404
+    stack.llm.enqueue(StubScript.text("Done."))
+    message = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Hi"}]}
+    body = {"id": "deployed-resume-chat", "messages": [message], "trigger": "submit-message"}
+    stream = stack.function("stream")
+    assert _data_lines(stream.invoke_streaming(http_v2_event("POST", "/api/ui-stream", body, DAVE)))[-1] == "[DONE]"
+    over = stream.invoke_streaming(http_v2_event("GET", "/api/ui-stream/deployed-resume-chat/stream", None, DAVE))
+    assert over.status == 204 and b"".join(over.iter_bytes()) == b""
+    unknown = stream.invoke_streaming(http_v2_event("GET", "/api/ui-stream/never-used/stream", None, DAVE))
+    assert unknown.status == 404
+    assert json.loads(b"".join(unknown.iter_bytes()))["error"]["code"] == "chat_not_found"
+
+
 def test_ag_ui_streams_a_run_from_started_to_finished(stack: DeployedStack) -> None:
     stack.llm.enqueue(StubScript.text("One ", "two."))
     body = {

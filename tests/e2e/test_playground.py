@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.cut_proxy import cut_proxy
 from tests.support.links import unsigned
 from tests.support.local_server import local_server
 from tests.support.openai_stub import OpenAiStub, StubScript
@@ -543,4 +544,38 @@ def test_approval_cards_approve_one_call_and_deny_another(browser: Any, gated: s
     expect(london).to_have_attribute("data-status", "denied")
     expect(london.locator(".result")).to_contain_text("approval_denied")
     expect(london.locator(".result")).to_contain_text("not London")
+    page.context.close()
+
+
+def test_a_dropped_connection_resumes_by_itself_without_a_duplicate_token(
+    browser: Any, stubbed: str, stub: OpenAiStub
+) -> None:
+    # The page talks to the server through a proxy that drops the answer's connection after "Hello" (and part
+    # of the next message), as a network change does; the run goes on on the server. The page asks for the
+    # events after the last one it showed (Last-Event-ID) and the answer completes, each token once.
+    releases = [threading.Event() for _ in range(6)]
+    script = StubScript.text("Hello", " from", " the stub.", " Bye.")
+    script.before_chunk = lambda n: releases[n].wait(timeout=60)
+    stub.enqueue(script)
+    with cut_proxy(stubbed, arm=(b"POST /api/ap/query ",), marker=b'"delta":"Hello"') as (url, proxy):
+        try:
+            page = _page(browser, url, "resumer")
+            _send(page, "say hello")
+            answer = page.get_by_test_id("message-assistant").locator(".content")
+            expect(answer).to_have_text("Hello")
+            releases[1].set()  # " from" follows: the proxy cuts the connection inside its message
+            expect(answer).to_have_text("Hello from")
+            for release in releases:
+                release.set()
+            _done(page, 1)
+            expect(answer).to_have_text("Hello from the stub. Bye.")
+            expect(page.get_by_test_id("error")).to_be_hidden()
+            expect(page.get_by_test_id("send")).to_be_enabled()
+        finally:
+            for release in releases:
+                release.set()
+    assert proxy.cut_count == 1
+    resumes = [line for line in proxy.requests if line.startswith(b"GET /api/ap/runs/")]
+    assert len(resumes) == 1, proxy.requests
+    assert page.get_by_test_id("message-assistant").count() == 1
     page.context.close()

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.cut_proxy import cut_proxy
 from tests.support.local_server import local_server
 from tests.support.openai_stub import OpenAiStub, StubScript
 
@@ -247,3 +248,42 @@ def test_terminal_chat_asks_for_approval_and_submits_yes_and_no() -> None:
     assert len(re.findall(r"✓ time ok \d+ ms → .*Asia/Tokyo", term.seen)) == 1
     assert re.search(r"✗ time denied \(approval_denied\) \d+ ms → .*not London", term.seen)
     assert "Europe/London" not in term.seen.split("✓ time ok")[1].split("\n")[0]
+
+
+def test_terminal_chat_resumes_by_itself_after_the_connection_drops() -> None:
+    # A proxy between the terminal and the server drops the answer's connection after "Hello" (and part of the
+    # next message); the run goes on on the server and the chat continues from the last event it printed
+    # (GET /api/ap/runs/{runId}/events, Last-Event-ID): the answer shows whole, each piece once.
+    releases = [threading.Event() for _ in range(6)]
+    script = StubScript.text("Hello", " from", " the stub.", " Bye.")
+    script.before_chunk = lambda n: releases[n].wait(timeout=60)
+    with (
+        OpenAiStub() as stub,
+        local_server(OPENAI_BASE_URL=stub.base_url, OPENAI_API_KEY="sk-local") as (base, _),
+        cut_proxy(base, arm=(b"POST /api/ap/query ",), marker=b'"delta":"Hello"') as (url, proxy),
+    ):
+        stub.enqueue(script)
+        term = Terminal(["-m", "agent_core.cli", "chat", "--url", url, "--token", "tty-resumer"])
+        try:
+            term.expect(r"you> ")
+            term.type("say hello\r")
+            term.expect(r"Hello")
+            releases[1].set()  # " from" follows "Hello": the proxy cuts the connection inside its message
+            term.expect(r" from")
+            for release in releases:
+                release.set()
+            term.expect(r" the stub\. Bye\.\n\[done: stop, 11 \+ 7 tokens\]")
+            term.expect(r"you> ")
+            term.type("\x04")
+        finally:
+            for release in releases:
+                release.set()
+            status = term.wait()
+    assert status == 0
+    assert proxy.cut_count == 1
+    resumes = [line for line in proxy.requests if line.startswith(b"GET /api/ap/runs/")]
+    assert len(resumes) == 1, proxy.requests
+    answer = term.seen[term.seen.index("say hello") :]
+    assert answer.count("Hello from the stub. Bye.") == 1
+    assert answer.count("Hello") == 1 and answer.count("from") == 1
+    assert "connection closed" not in answer

@@ -392,8 +392,11 @@ def test_cors_from_settings(dev: Synth, prod_jwt: Synth) -> None:
     assert all("Cors" not in u["Properties"] for u in dev.resources("AWS::Lambda::Url").values())
     preflight = [m for (_, verb), m in _methods(prod_jwt).items() if verb == "OPTIONS"]
     assert preflight
+    # A browser resuming a dropped stream sends Last-Event-ID (the playground on another origin)
+    assert all("Last-Event-ID" in json.dumps(m) for m in preflight)
     for url in prod_jwt.resources("AWS::Lambda::Url").values():
         assert url["Properties"]["Cors"]["AllowOrigins"] == ["https://app.example.com", "https://admin.example.com"]
+        assert "last-event-id" in url["Properties"]["Cors"]["AllowHeaders"]
 
 
 def test_function_urls_follow_auth_mode(dev: Synth, prod_jwt: Synth, grown: Synth) -> None:

@@ -153,6 +153,23 @@ async def test_a_browser_may_patch_the_profile_and_send_x_timezone_across_origin
     assert "x-timezone" in preflight.headers["access-control-allow-headers"].lower()
 
 
+async def test_a_browser_may_resume_a_stream_across_origins_with_last_event_id() -> None:
+    # The playground served from another origin resumes a dropped stream with a Last-Event-ID header
+    settings = make_settings(AGENT_CORS_ORIGINS="https://app.example")
+    context = build_context(settings, table=MemoryTable(), llm=ScriptedLlm(), audit=lambda _: None)
+    async with _client(context) as client:
+        preflight = await client.options(
+            "/api/ap/runs/r1/events",
+            headers={
+                "Origin": "https://app.example",
+                "Access-Control-Request-Method": "GET",
+                "Access-Control-Request-Headers": "authorization, last-event-id",
+            },
+        )
+    assert preflight.status_code == 200
+    assert "last-event-id" in preflight.headers["access-control-allow-headers"].lower()
+
+
 async def test_the_time_tool_defaults_to_the_zone_the_request_names() -> None:
     context = _context()
     async with _client(context) as client:

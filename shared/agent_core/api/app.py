@@ -42,7 +42,15 @@ def build_app(*routers: APIRouter, context: AppContext | ContextFactory | None =
             CORSMiddleware,
             allow_origins=settings.cors_origins,
             allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
-            allow_headers=["Authorization", "Content-Type", "X-Request-Id", "X-User-Id", "X-Agent-Now", "X-Timezone"],
+            allow_headers=[
+                "Authorization",
+                "Content-Type",
+                "X-Request-Id",
+                "X-User-Id",
+                "X-Agent-Now",
+                "X-Timezone",
+                "Last-Event-ID",  # a resumed stream continues after the last event the page got
+            ],
         )
     for router in routers:
         app.include_router(router)

@@ -139,6 +139,8 @@ class Run(Model):
     snapshot: list[dict[str, Any]] | None = None  # the replay events, stored once the run ends
     # `provider:model` that produced the answer when a fallback chain is configured (AGENT_LLM_FALLBACK).
     answered_by: str | None = None
+    # The client's own id for the run (AG-UI's runId): a client reconnecting to the run names it.
+    client_run_id: str | None = None
     # The wall-clock ms its lease is taken at when the turn's "now" is overridden (X-Agent-Now): leases
     # and run pointers always run on the wall clock. Never stored.
     lease_at: int | None = Field(None, exclude=True)

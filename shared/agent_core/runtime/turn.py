@@ -61,6 +61,7 @@ class TurnRequest:
     approvals: ApprovalMode = "wait"
     # Calls handed over for approval and decided since (the continuation runs them first, as decided).
     decided: tuple[DecidedCall, ...] = ()
+    client_run_id: str | None = None  # the client's own id for the run (Run.client_run_id)
 
     @property
     def stored_message(self) -> str | None:
@@ -196,6 +197,7 @@ async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admis
         model=_model(deps, req, agent),
         started_at=at_ms,
         lease_at=now_ms() if req.now else None,  # the lease is on the wall clock whatever "now" says
+        client_run_id=req.client_run_id,
     )
     user_message = None
     if not req.continuation:

@@ -70,16 +70,20 @@ async def start_client_turn(
     now: datetime | None = None,
     public_base_url: str = "",
     input_param: str = "messages",
+    client_run_id: str | None = None,
 ) -> PreparedTurn:
     """Check the input, create the caller's chat on first use, and take its lease (4xx errors before output).
 
     An existing chat keeps its agent; `agent_key` chooses the agent of a new one (unknown: 404). An error
     about the input names `input_param` (the client's field) as its param. A call that needs approval is
     handed to the client (the run ends with it); its answer (`approval_item`) comes in a later request and is
-    decided here, once, before the turn runs the call (`wires/approval_answers.py`).
+    decided here, once, before the turn runs the call (`wires/approval_answers.py`). `client_run_id` is the
+    client's own id for the run (AG-UI's runId), kept with the run for a reconnect to name it.
     """
     try:
-        return await _start(deps, user_id, client_id, input_items, agent_key, tools, now, public_base_url)
+        return await _start(
+            deps, user_id, client_id, input_items, agent_key, tools, now, public_base_url, client_run_id
+        )
     except AgentError as error:
         if error.param and error.param.startswith("input"):
             error.param = input_param
@@ -95,6 +99,7 @@ async def _start(
     tools: list[FunctionToolParam] | None,
     now: datetime | None,
     public_base_url: str,
+    client_run_id: str | None,
 ) -> PreparedTurn:
     given = turn_input(input=input_items, tools=tools or [])  # 4xx before any read
     chat_id = client_chat_id(user_id, client_id)
@@ -144,4 +149,5 @@ async def _start(
         )
         await deps.chats.create_chat(chat)
     plan.chat = chat
+    plan.client_run_id = client_run_id
     return await open_turn(plan)

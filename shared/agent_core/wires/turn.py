@@ -44,6 +44,7 @@ class TurnPlan:
     deadline_ms: int | None = None  # a blocking answer's turn deadline; else the stream deadline
     approvals: ApprovalMode = "wait"  # how a call needing approval waits (`hand_over`: the run ends with it)
     decided: tuple[DecidedCall, ...] = ()  # approvals the request decided (`wires/responses/approvals.py`)
+    client_run_id: str | None = None  # the client's own id for the run (AG-UI's runId)
 
 
 @dataclass(frozen=True)
@@ -228,6 +229,7 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
         input_checked=True,  # screen_input ran when the turn was planned
         approvals=plan.approvals,
         decided=plan.decided,
+        client_run_id=plan.client_run_id,
     )
     prepared = await prepare_turn(deps, request)
     if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry

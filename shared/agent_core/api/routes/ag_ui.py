@@ -11,6 +11,12 @@ the approval request's, arguments {toolCallId, toolName, args, reason}; the fron
 declare it: a declared tool of that name is never offered to the model). Its `tool` message in the next
 run's input answers it with the JSON {approve: true|false, reason?}: the decision is taken once (409 for a
 replay), the call runs (or is refused), then the model goes on (docs/approval.md).
+
+A client whose stream dropped reconnects by posting the same RunAgentInput again (the same `threadId` and
+`runId`) while that run is going on: the answer is the run's events from RUN_STARTED, or those after the
+`Last-Event-ID` it sends (the SSE id of the last event it got), then the live ones to RUN_FINISHED or RUN_ERROR;
+its `messages` are not read again (`wires/frame_resume.py`). A reconnect (a POST with `Last-Event-ID`) once
+that run is no longer going on is 204. Another `runId` while a run is going on is 409 `run_in_progress`.
 """
 
 from __future__ import annotations
@@ -19,17 +25,18 @@ import json
 from typing import Annotated, Any, cast
 
 from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Depends, Header, Path, Request, Response
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import EventStreamResponse, error_responses
-from agent_core.api.sse import EventStream, stream_run
+from agent_core.api.sse import stream_frames, stream_run
 from agent_core.context import AppContext
 from agent_core.errors import InvalidRequest
 from agent_core.runtime.pending import PendingTurn
 from agent_core.wires.ag_ui import APPROVAL_TOOL, AgUiEncoder
 from agent_core.wires.approval_answers import approval_wait
-from agent_core.wires.client_turn import approval_item, start_client_turn
+from agent_core.wires.client_turn import approval_item, client_chat_id, start_client_turn
+from agent_core.wires.frame_resume import active_run, frame_id, resumed_frames, run_log_events
 from agent_core.wires.input import function_tools
 
 router = APIRouter(prefix="/api", tags=["ag-ui"], responses=error_responses(400, 401, 404, 409, 413, 422))
@@ -37,6 +44,7 @@ router = APIRouter(prefix="/api", tags=["ag-ui"], responses=error_responses(400,
 Ctx = Annotated[AppContext, Depends(app_context)]
 User = Annotated[str, Depends(current_user)]
 AgentKey = Annotated[str, Path(min_length=1, max_length=64)]
+LastEventId = Annotated[str | None, Header(alias="Last-Event-ID", max_length=32)]
 MAX_THREAD_ID = 128
 
 
@@ -84,9 +92,28 @@ def _new_input(body: RunAgentInput) -> list[dict[str, Any]]:
     return items
 
 
-async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx: AppContext, user: str) -> EventStream:
+async def _reconnect(body: RunAgentInput, ctx: AppContext, user: str, last_event_id: str | None) -> Response | None:
+    """The answer to a reconnect: the thread's run that is going on under this `runId`, resumed; None when the
+    request is not one (it starts a run)."""
+    after = frame_id(last_event_id)
+    chat = await ctx.deps.chats.get_chat(client_chat_id(user, body.thread_id), user)
+    run = await active_run(ctx.deps, chat) if chat is not None else None
+    if run is None or run.client_run_id != body.run_id:
+        return Response(status_code=204) if after is not None else None
+    events = await run_log_events(ctx.deps, run)
+    encoder = AgUiEncoder(body.thread_id, body.run_id)
+    frames = resumed_frames(encoder, run, events, after)
+    return stream_frames(ctx, frames, lambda f: encoder.sse(f.frame), ids=lambda f: f.id)
+
+
+async def _run(
+    body: RunAgentInput, agent_key: str | None, request: Request, ctx: AppContext, user: str, last_event_id: str | None
+) -> Response:
     if not body.thread_id or len(body.thread_id) > MAX_THREAD_ID:
         raise InvalidRequest(f"threadId must have 1 to {MAX_THREAD_ID} characters", param="threadId")
+    reconnected = await _reconnect(body, ctx, user, last_event_id)
+    if reconnected is not None:
+        return reconnected
     tools = function_tools([t for t in body.tools or [] if t.name != APPROVAL_TOOL])
     prepared = await start_client_turn(
         ctx.deps,
@@ -97,6 +124,7 @@ async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx
         tools=tools,
         now=request_now(request),
         public_base_url=link_base(request),
+        client_run_id=body.run_id,
     )
     turn_events = PendingTurn(prepared)
     decided = frozenset(d.call.id for d in prepared.request.decided)
@@ -104,13 +132,29 @@ async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx
     return stream_run(ctx, encoder, turn_events.events(), turn=turn_events)
 
 
-@router.post("/ag-ui", response_class=EventStreamResponse)
-async def ag_ui_default(body: RunAgentInput, request: Request, ctx: Ctx, user: User) -> EventStream:
-    """Run the default agent for an AG-UI client."""
-    return await _run(body, None, request, ctx, user)
+RECONNECTED: dict[int | str, dict[str, Any]] = {
+    204: {"description": "A reconnect (`Last-Event-ID`) to a run that is no longer going on"}
+}
 
 
-@router.post("/ag-ui/{agent_key}", response_class=EventStreamResponse)
-async def ag_ui_agent(agent_key: AgentKey, body: RunAgentInput, request: Request, ctx: Ctx, user: User) -> EventStream:
-    """Run the agent `agentKey` (404 `agent_not_found` when unknown) for an AG-UI client."""
-    return await _run(body, agent_key, request, ctx, user)
+@router.post("/ag-ui", response_class=EventStreamResponse, responses={**RECONNECTED, **error_responses(410)})
+async def ag_ui_default(
+    body: RunAgentInput, request: Request, ctx: Ctx, user: User, last_event_id: LastEventId = None
+) -> Response:
+    """Run the default agent for an AG-UI client (or reconnect to its run: the same threadId and runId)."""
+    return await _run(body, None, request, ctx, user, last_event_id)
+
+
+@router.post(
+    "/ag-ui/{agent_key}", response_class=EventStreamResponse, responses={**RECONNECTED, **error_responses(410)}
+)
+async def ag_ui_agent(
+    agent_key: AgentKey,
+    body: RunAgentInput,
+    request: Request,
+    ctx: Ctx,
+    user: User,
+    last_event_id: LastEventId = None,
+) -> Response:
+    """Run the agent `agentKey` (404 `agent_not_found` when unknown) for an AG-UI client (or reconnect)."""
+    return await _run(body, agent_key, request, ctx, user, last_event_id)

@@ -9,6 +9,11 @@ A call that needs approval ends the run with its `tool-approval-request`; the ne
 message carries the part in state `approval-responded` with `approval: {id, approved, reason?}` (what
 `addToolApprovalResponse` writes): the decision is taken once (409 for a replay), the call runs (or is
 refused), then the model answers, streamed as the continuation of that message (docs/approval.md).
+
+`GET /api/ui-stream/{chatId}/stream` is what `useChat({resume: true})` asks (the transport's
+`reconnectToStream`): the chat's run that is going on, its whole message again from `start` (the SDK replaces
+what it had with it), or after `Last-Event-ID` when the client sends one; 204 when no run is going on
+(`wires/frame_resume.py`).
 """
 
 from __future__ import annotations
@@ -16,16 +21,18 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal, cast
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Header, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import EventStreamResponse, error_responses
-from agent_core.api.sse import EventStream, stream_run
+from agent_core.api.schemas import PathId
+from agent_core.api.sse import EventStream, stream_frames, stream_run
 from agent_core.context import AppContext
-from agent_core.errors import InvalidRequest
+from agent_core.errors import InvalidRequest, NotFound
 from agent_core.runtime.pending import PendingTurn
-from agent_core.wires.client_turn import approval_item, start_client_turn
+from agent_core.wires.client_turn import approval_item, client_chat_id, start_client_turn
+from agent_core.wires.frame_resume import active_run, frame_id, resumed_frames, run_log_events
 from agent_core.wires.input import function_tools
 from agent_core.wires.ui_stream import HEADERS, UiStreamEncoder
 
@@ -149,3 +156,30 @@ async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) ->
     decided = frozenset(d.call.id for d in prepared.request.decided)
     encoder = UiStreamEncoder(message_id, client_tools=frozenset(t.name for t in tools), decided=decided)
     return stream_run(ctx, encoder, turn_events.events(), turn=turn_events, headers=HEADERS)
+
+
+@router.get(
+    "/ui-stream/{chat_id}/stream",
+    response_class=EventStreamResponse,
+    responses={204: {"description": "No run of the chat is going on: nothing to resume"}, **error_responses(410)},
+)
+async def ui_stream_resume(
+    chat_id: PathId,
+    ctx: Ctx,
+    user: User,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=32)] = None,
+) -> Response:
+    """Resume the chat's run that is going on (`useChat({resume: true})`), on any instance: its UI message
+    stream from `start`, or the chunks after `Last-Event-ID`; 204 when none is going on; 404 for a chat the
+    caller does not have."""
+    after = frame_id(last_event_id)
+    chat = await ctx.deps.chats.get_chat(client_chat_id(user, chat_id), user)
+    if chat is None:
+        raise NotFound("chat not found", param="chatId", code="chat_not_found")
+    run = await active_run(ctx.deps, chat)
+    if run is None:
+        return Response(status_code=204)
+    events = await run_log_events(ctx.deps, run)
+    encoder = UiStreamEncoder(f"msg_{run.run_id}")
+    frames = resumed_frames(encoder, run, events, after)
+    return stream_frames(ctx, frames, lambda f: encoder.sse(f.frame), ids=lambda f: f.id, headers=HEADERS)

@@ -1,6 +1,7 @@
 // The agent-core playground: a client of the public /api/ap/* endpoints, no build step, no dependencies.
 // One renderer draws both live events (POST api/ap/query, Server-Sent Events read with fetch) and the
-// replayed ones (GET api/ap/chat), so an opened chat shows the same cards as a live run.
+// replayed ones (GET api/ap/chat), so an opened chat shows the same cards as a live run. A dropped live stream is
+// resumed by itself (resumeRun).
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -418,8 +419,8 @@ async function send(message) {
       throw new ApiError(response.status, parsed);
     }
     const view = new RunView($("messages"), true);
-    let terminal = false;
-    for await (const event of sse(response)) {
+    const followed = { seq: 0, terminal: false };
+    const show = (event) => {
       if (event.type === "request.query") {
         taken = true;
         state.runId = event.runId;
@@ -427,9 +428,15 @@ async function send(message) {
       }
       view.handle(event);
       if (event.type === "chat.start") refreshChats();
-      terminal = terminal || ["run.complete", "run.error", "run.cancel"].includes(event.type);
+      noteEvent(followed, event);
+    };
+    try {
+      for await (const event of sse(response)) show(event);
+    } catch (error) {
+      if (!taken) throw error;  // the server never took the message: nothing to resume
     }
-    if (!terminal) showError("The connection closed before the run ended; reopen the chat to see what was stored.");
+    if (!followed.terminal && taken) await resumeRun(state.runId, followed, show);
+    if (!followed.terminal) showError(followed.error || "The connection closed before the run ended; reopen the chat to see what was stored.");
     refreshChats();
   } catch (error) {
     showError(error);
@@ -437,6 +444,47 @@ async function send(message) {
     if (!taken) restoreComposer(message);
     state.runId = null;
     setRunning(false);
+  }
+}
+
+// --- resume ---------------------------------------------------------------------------------------------
+
+// A run goes on on the server when the page's connection drops (a network change, a sleeping laptop): the page
+// asks for the events after the last one it showed (GET api/ap/runs/{runId}/events, Last-Event-ID: its seq),
+// on any server instance, and shows each event once. Reconnects back off; a few in a row that bring nothing
+// (or a 404/410: the run or its log is gone) end the attempt.
+const TERMINAL_TYPES = ["run.complete", "run.error", "run.cancel"];
+const RESUME_TRIES = 5;
+const RESUME_BACKOFF_MS = [200, 500, 1000, 2000, 4000];
+
+function noteEvent(followed, event) {
+  if (event.seq) followed.seq = Math.max(followed.seq, event.seq);
+  if (TERMINAL_TYPES.includes(event.type)) followed.terminal = true;
+}
+
+async function resumeRun(runId, followed, show) {
+  let failures = 0;
+  while (!followed.terminal && failures < RESUME_TRIES) {
+    if (failures) await new Promise((done) => setTimeout(done, RESUME_BACKOFF_MS[failures - 1]));
+    const before = followed.seq;
+    try {
+      const path = `api/ap/runs/${encodeURIComponent(runId)}/events`;
+      const response = await fetch(endpoint(path), { headers: { ...headers(false), "Last-Event-ID": String(followed.seq) } });
+      if (!response.ok) {
+        let parsed = null;
+        try { parsed = await response.json(); } catch { parsed = null; }
+        throw new ApiError(response.status, parsed);
+      }
+      for await (const event of sse(response)) {
+        if (event.type === "stream.error") throw new ApiError(410, { error: event });
+        if (event.seq && event.seq <= followed.seq) continue;  // already shown
+        show(event);
+        if (followed.terminal) return;
+      }
+    } catch (error) {
+      if (error instanceof ApiError) { followed.error = error; return; }  // the run or its log is gone
+    }
+    failures = followed.seq > before ? 0 : failures + 1;
   }
 }
 
