@@ -1,8 +1,9 @@
 """Traces by the OpenTelemetry GenAI conventions, read from the SDK's in-memory span exporter.
 
-One scripted turn over HTTP (two tool calls, then an answer) that also enqueues a compaction job: every span
-carries the attributes its operation requires, the token counts add up to the run's usage, and one trace
-links request -> run -> model calls / tools and request -> queue -> job (-> the job's model call).
+One scripted turn over HTTP (two tool calls, one of them a long-term memory search, then an answer) that also
+enqueues a compaction job: every span carries the attributes its operation requires, the token counts add up
+to the run's usage, and one trace links request -> run -> model calls / tools -> memory search and
+request -> queue -> job (-> the job's model call).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.domain.jobs import CompactJob, dump_job, parse_job
+from agent_core.domain.memory import MemoryRecord, RecordKind
 from agent_core.errors import LlmUnavailable
 from agent_core.jobs.job_run import stamped
 from agent_core.jobs.worker import process_batch
@@ -76,7 +78,20 @@ REQUIRED = {
         "gen_ai.response.finish_reasons",
     },
     "execute_tool": {"gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id", "agent_core.tool.status"},
+    # `search_memory`: the conventions' retrieval operation, plus what this project documents
+    "retrieval": {
+        "gen_ai.operation.name",
+        "gen_ai.provider.name",
+        "gen_ai.data_source.id",
+        "gen_ai.request.top_k",
+        "user.id",
+        "agent_core.memory.query_length",
+        "agent_core.memory.records",
+        "agent_core.memory.hits",
+        "agent_core.memory.tokens",
+    },
 }
+MEMORY_QUERY = "the Lisbon trip"
 
 
 USAGE = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.cache_read.input_tokens")
@@ -130,9 +145,16 @@ def _ancestors(span: ReadableSpan, spans: list[ReadableSpan]) -> list[ReadableSp
 
 
 async def _scripted_turn(spans: InMemorySpanExporter, **settings: str) -> tuple[str, list[ReadableSpan], AppContext]:
-    """Two earlier turns fill the window; the traced one runs two tools and enqueues a compaction."""
+    """Two earlier turns fill the window; the traced one runs two tools (the clock and a search of alice's
+    long-term memory) and enqueues a compaction."""
     llm = ScriptedLlm()
     context = _context(llm, AGENT_MEMORY_WINDOW="2", AGENT_MEMORY_COMPACT_AFTER="4", **settings)
+    assert context.deps.memory is not None
+    remembered = [
+        MemoryRecord(record_id=f"fact#{i}", user_id="alice", kind=RecordKind.FACT, text=text, at=1_700_000_000_000)
+        for i, text in enumerate(["alice plans a trip to Lisbon in May", "alice plays the piano"])
+    ]
+    await context.deps.memory.add("alice", remembered)
     async with _client(context) as client:
         cid = (await client.post("/api/v1/conversations", json={"title": "t"})).json()["conversationId"]
         for i in range(2):
@@ -140,7 +162,12 @@ async def _scripted_turn(spans: InMemorySpanExporter, **settings: str) -> tuple[
             await context.background.join()
         spans.clear()
         llm.add(
-            Reply(tool_calls=[("call_a", "time", {"timezone": "Europe/Paris"}), ("call_b", "time", {})]),
+            Reply(
+                tool_calls=[
+                    ("call_a", "time", {"timezone": "Europe/Paris"}),
+                    ("call_b", "search_memory", {"query": MEMORY_QUERY}),
+                ]
+            ),
             Reply(text="done"),
         )
         response = await client.post(
@@ -169,11 +196,26 @@ async def test_a_turn_with_two_tools_and_a_job_is_one_linked_trace(spans: InMemo
 
     tools = _by_operation(finished, "execute_tool")
     assert sorted((t.name, t.attributes["gen_ai.tool.call.id"]) for t in tools) == [
+        ("execute_tool search_memory", "call_b"),
         ("execute_tool time", "call_a"),
-        ("execute_tool time", "call_b"),
     ]
     assert all(_parent(t) == run.context.span_id for t in tools)
     assert {t.attributes["agent_core.tool.status"] for t in tools} == {"ok"}
+
+    # request -> run -> the search_memory tool -> its memory search; the recall before the model call (the
+    # turn's preparation, before the run's span starts) is a search of its own, a child of the request
+    [memory_tool] = [t for t in tools if t.attributes["gen_ai.tool.name"] == "search_memory"]
+    searches = _by_operation(finished, "retrieval")
+    assert all(s.name == "search_memory" for s in searches)
+    [searched] = [s for s in searches if _parent(s) == memory_tool.context.span_id]
+    [recalled] = [s for s in searches if s is not searched]
+    assert _ancestors(searched, finished)[:2] == [memory_tool, run] and request in _ancestors(run, finished)
+    assert request in _ancestors(recalled, finished) and run not in _ancestors(recalled, finished)
+    assert searched.attributes["gen_ai.data_source.id"] == "long_term_memory"
+    assert searched.attributes["agent_core.memory.query_length"] == len(MEMORY_QUERY)
+    assert searched.attributes["agent_core.memory.records"] == 2 and searched.attributes["agent_core.memory.hits"] >= 1
+    assert recalled.attributes["agent_core.memory.query_length"] == len("what time?")
+    assert "gen_ai.retrieval.query.text" not in searched.attributes  # contents only when opted in
 
     chats = _by_operation(finished, "chat")
     turn_chats = [c for c in chats if _parent(c) == run.context.span_id]
@@ -230,6 +272,11 @@ async def test_message_contents_only_when_opted_in(spans: InMemorySpanExporter) 
         "parts"
     ]
     assert json.loads(str(last.attributes["gen_ai.output.messages"]))[0]["parts"][0]["content"] == "done"
+    searched = [
+        s for s in _by_operation(finished, "retrieval") if s.attributes["gen_ai.retrieval.query.text"] == MEMORY_QUERY
+    ]
+    [document, *_] = json.loads(str(searched[0].attributes["gen_ai.retrieval.documents"]))
+    assert document["id"] == "fact#0" and document["score"] > 0
 
 
 async def test_an_sqs_message_carries_the_trace_to_the_worker(spans: InMemorySpanExporter) -> None:
