@@ -26,6 +26,7 @@ from agent_core.usage.ledger import UsageRecord
 from agent_core.usage.meter import UsageMeter
 from tests.support.fake_llm import ScriptedLlm
 from tests.support.fixtures import make_settings
+from tests.support.sse import events_in
 
 DAY = "2026-11-26"
 UTC_ZONE = ZoneInfo("UTC")
@@ -171,15 +172,21 @@ async def test_over_the_token_budget_a_turn_is_refused_with_429() -> None:
         assert (await _chat(client, "two")).status_code == 200  # 15 spent: still below the budget
         await context.background.join()
         # When a third turn comes (30 spent)
-        refused = await client.post("/api/ap/query", json={"message": "three"})
-        # Then it is a 429 with a stable code, Retry-After (to the next local midnight) and nothing remaining
+        streamed = await client.post("/api/ap/query", json={"message": "three"})
+        # Then the stream is its one terminal event: run.error with the stable code, Retry-After (to the next
+        # local midnight) and nothing remaining (tests/integration/test_usage_refusals.py: every wire)
+        [event] = events_in(streamed.text)
+        assert (event["type"], event["code"], event["remaining"]) == ("run.error", "budget_exceeded", {"tokens": 0})
+        assert 0 < event["retryAfter"] <= 86_400 and streamed.headers["Retry-After"] == str(event["retryAfter"])
+        # And no chat was opened nor run recorded for it
+        assert len((await context.deps.store.list_chats("alice", 10, None)).items) == 2
+        # And a buffered route answers it as a 429 with the same code, Retry-After and what remains
+        refused = await _chat(client, "four")
         assert refused.status_code == 429
         error = refused.json()["error"]
         assert error["code"] == "budget_exceeded" and error["type"] == "rate_limit_error"
         assert 0 < int(refused.headers["Retry-After"]) <= 86_400
         assert refused.json()["data"]["remaining"] == {"tokens": 0}
-        # And no chat was opened nor run recorded for it
-        assert len((await context.deps.store.list_chats("alice", 10, None)).items) == 2
         usage = (await client.get("/api/ap/usage")).json()
         assert usage["totals"]["runs"] == 2 and usage["budget"]["remainingTokens"] == 0
         # And another user is not limited by alice's spend

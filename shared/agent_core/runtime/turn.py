@@ -158,24 +158,39 @@ def _zone(deps: RunDeps, req: TurnRequest, profile: Profile | None) -> ZoneInfo:
     return zone(req.timezone or (profile.timezone if profile else None), deps.settings.default_timezone)
 
 
+async def admit_early(
+    deps: RunDeps, user_id: str, agent: AgentDefinition, model: str | None, now: datetime | None
+) -> Admission:
+    """A turn's budget reserved before its wire writes anything of its own (a client's chat, the input's
+    history): `prepare_turn` then takes this admission as made. 429 when spent or rate limited."""
+    admission = Admission(deps.usage, user_id, to_ms(now) if now else now_ms())
+    if deps.usage is not None:
+        profile = await deps.store.get_profile(user_id)
+        tz = zone(profile.timezone if profile else None, deps.settings.default_timezone)
+        await admission.admit(model or agent.model or deps.settings.model, tz)
+    return admission
+
+
 def history_limit(deps: RunDeps) -> int:
     """Read at most this many uncovered messages: enough for the window, bounded when compaction lags."""
     s = deps.settings
     return max(2 * s.memory_compact_after + s.memory_window, 100)
 
 
-async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnResult:
+async def prepare_turn(
+    deps: RunDeps, req: TurnRequest, admission: Admission | None = None
+) -> PreparedTurn | TurnResult:
     """Everything that can fail with an HTTP status happens here, before any event is produced.
 
     Returns the stored result when the requestId was already answered. The user's budget and rate limit are
-    checked before the turn writes anything (429); a turn that does not go on to the model gives its
-    reservation back.
+    checked before the turn writes anything (429), here or by the wire (`admission`, see `admit_early`); a
+    turn that does not go on to the model gives its reservation back.
     """
-    if not req.continuation:
-        validate_message(req.message, deps.settings.max_message_bytes)
     at_ms = to_ms(req.now) if req.now else now_ms()
-    admission = Admission(deps.usage, req.user_id, at_ms)
+    admission = admission or Admission(deps.usage, req.user_id, at_ms)
     try:
+        if not req.continuation:
+            validate_message(req.message, deps.settings.max_message_bytes)
         prepared = await _prepare(deps, req, at_ms, admission)
     except BaseException:
         await asyncio.shield(admission.release())

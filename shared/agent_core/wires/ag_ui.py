@@ -27,6 +27,7 @@ from agent_core.domain.events import (
     ReasoningStart,
     RunCancel,
     RunComplete,
+    RunError,
     ToolArgs,
     ToolEnd,
     ToolResult,
@@ -39,6 +40,13 @@ from agent_core.wires.encoder import OpenCall, SseData, Terminal, WireEncoderBas
 def event_json(event: ag.BaseEvent) -> str:
     """An event's SSE data: camelCase JSON, unset optional fields left out (as the AG-UI SDK's encoder writes it)."""
     return event.model_dump_json(by_alias=True)
+
+
+def _refusal(error: RunError) -> dict[str, Any] | None:
+    """A budget's or the rate limit's refusal: Retry-After and what remains, in the event's `metadata`."""
+    if error.retry_after is None:
+        return None
+    return {"retryAfter": error.retry_after, "limit": error.limit, "remaining": error.remaining}
 
 
 def _content(result: Any) -> str:
@@ -99,7 +107,7 @@ class AgUiEncoder(WireEncoderBase[ag.BaseEvent]):
                 return [*closing, ag.RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id)]
             case RunCancel():
                 return [*closing, ag.RunErrorEvent(message="the run was cancelled", code="cancelled")]
-        return [*closing, ag.RunErrorEvent(message=terminal.message, code=terminal.code)]
+        return [*closing, ag.RunErrorEvent(message=terminal.message, code=terminal.code, metadata=_refusal(terminal))]
 
     def sse(self, frame: Any) -> SseData:
         return event_json(frame), None

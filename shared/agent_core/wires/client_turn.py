@@ -10,6 +10,7 @@ agent tools as the Responses API, without going through it.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from datetime import datetime
 from typing import Any
@@ -27,7 +28,7 @@ from agent_core.wires.input import (
     parse_input,
     turn_input,
 )
-from agent_core.wires.turn import open_turn, plan_turn
+from agent_core.wires.turn import admit, open_turn, plan_turn
 
 PENDING_WINDOW = 20  # recent messages read to find the calls a client owes
 
@@ -108,17 +109,22 @@ async def _start(
     if tools or plan.parsed.outputs:
         # The calls the last run handed to the client are answered exactly (as /v1/responses requires).
         check_outputs(await _pending_calls(deps, chat) if chat is not None else [], plan.parsed)
-    if chat is None:
-        at = now_ms()
-        first = next((m.content for m in plan.parsed.messages if m.content), "")
-        chat = Chat(
-            chat_id=chat_id,
-            user_id=user_id,
-            title=chat_name(first),
-            agent_key=plan.agent.key,
-            created_at=at,
-            last_activity_at=at,
-        )
-        await deps.store.create_chat(chat)
-    plan.chat = chat
-    return await open_turn(plan)
+    admission = await admit(plan)  # 429 before the client's chat or its input is written
+    try:
+        if chat is None:
+            at = now_ms()
+            first = next((m.content for m in plan.parsed.messages if m.content), "")
+            chat = Chat(
+                chat_id=chat_id,
+                user_id=user_id,
+                title=chat_name(first),
+                agent_key=plan.agent.key,
+                created_at=at,
+                last_activity_at=at,
+            )
+            await deps.store.create_chat(chat)
+        plan.chat = chat
+        return await open_turn(plan)
+    except BaseException:
+        await asyncio.shield(admission.release())
+        raise

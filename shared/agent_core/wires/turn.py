@@ -8,6 +8,7 @@ store:false swaps in `ephemeral_deps` (a request-scoped in-memory store): the sa
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,7 +20,15 @@ from agent_core.domain.models import Chat, Message, Role
 from agent_core.errors import AgentError, InvalidRequest, RunInProgress
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
 from agent_core.runtime.ephemeral import ephemeral_deps
-from agent_core.runtime.turn import PreparedTurn, TurnRequest, chat_name, prepare_turn, validate_message
+from agent_core.runtime.turn import (
+    PreparedTurn,
+    TurnRequest,
+    admit_early,
+    chat_name,
+    prepare_turn,
+    validate_message,
+)
+from agent_core.usage.meter import Admission
 from agent_core.wires.client_tools import TunedLlm, client_tool, request_agent, with_client_tools
 from agent_core.wires.input import FunctionToolParam, InputMessage, ParsedInput
 
@@ -39,6 +48,14 @@ class TurnPlan:
     now: datetime | None = None
     public_base_url: str = ""
     deadline_ms: int | None = None  # a blocking answer's turn deadline; else the stream deadline
+    admission: Admission | None = None  # the turn's budget, reserved before the wire writes anything (`admit`)
+
+
+async def admit(plan: TurnPlan) -> Admission:
+    """The turn's budget and rate limit checked (429) before anything of the turn is written; once per plan."""
+    if plan.admission is None:
+        plan.admission = await admit_early(plan.deps, plan.user_id, plan.agent, plan.model, plan.now)
+    return plan.admission
 
 
 @dataclass(frozen=True)
@@ -128,7 +145,7 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
     A turn continued only by function outputs writes them as history and stores no USER message: the
     model is called with the outputs last (`TurnRequest.continuation`).
     """
-    deps, chat = plan.deps, plan.chat
+    deps = plan.deps
     prior, trigger = plan.parsed.split()
     continuation = trigger.role != Role.USER
     message = "" if continuation else trigger.content
@@ -139,9 +156,27 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
         except AgentError as error:
             error.param = "input"
             raise
-    at = now_ms()
-    if chat is not None and chat.active_run_id and (chat.lease_expires_at or 0) > at:
+    chat = plan.chat
+    if chat is not None and chat.active_run_id and (chat.lease_expires_at or 0) > now_ms():
         raise RunInProgress("another turn is running in this conversation")
+    admission = await admit(plan)
+    try:
+        request = await _write_input(plan, message, history, continuation)
+        prepared = await prepare_turn(deps, request, admission)
+    except BaseException:
+        await asyncio.shield(admission.release())
+        raise
+    if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry
+        raise AgentError("unexpected replay of a stored result")
+    if plan.instructions:
+        prepared.extra_system.append(plan.instructions)
+    return prepared
+
+
+async def _write_input(plan: TurnPlan, message: str, history: list[InputMessage], continuation: bool) -> TurnRequest:
+    """The input's history written into the chat (created when new); the turn's request."""
+    deps, chat = plan.deps, plan.chat
+    at = now_ms()
     if chat is None and history:
         first = next((m.content for m in plan.parsed.messages if m.role == Role.USER), message)
         chat = Chat(
@@ -156,7 +191,7 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
     if history:
         assert chat is not None
         await deps.store.add_messages(chat.chat_id, [to_message(m, chat.chat_id, at) for m in history])
-    request = TurnRequest(
+    return TurnRequest(
         user_id=plan.user_id,
         message=message,
         chat_id=chat.chat_id if chat else None,
@@ -168,12 +203,6 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
         deadline_ms=plan.deadline_ms,
         continuation=continuation,
     )
-    prepared = await prepare_turn(deps, request)
-    if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry
-        raise AgentError("unexpected replay of a stored result")
-    if plan.instructions:
-        prepared.extra_system.append(plan.instructions)
-    return prepared
 
 
 def _chat_tool_choice(choice: object) -> str | dict[str, Any] | None:

@@ -16,9 +16,9 @@ from fastapi import APIRouter, Depends, Path, Request
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import EventStreamResponse, error_responses
-from agent_core.api.sse import EventStream, stream_run
+from agent_core.api.sse import EventStream, stream_refusal, stream_run
 from agent_core.context import AppContext
-from agent_core.errors import InvalidRequest
+from agent_core.errors import InvalidRequest, TooManyRequests
 from agent_core.runtime.pending import PendingTurn
 from agent_core.wires.ag_ui import AgUiEncoder
 from agent_core.wires.client_turn import start_client_turn
@@ -63,18 +63,21 @@ async def _run(body: RunAgentInput, agent_key: str | None, request: Request, ctx
     if not body.thread_id or len(body.thread_id) > MAX_THREAD_ID:
         raise InvalidRequest(f"threadId must have 1 to {MAX_THREAD_ID} characters", param="threadId")
     tools = function_tools(body.tools or [])
-    prepared = await start_client_turn(
-        ctx.deps,
-        user,
-        client_id=body.thread_id,
-        input_items=_new_input(body),
-        agent_key=agent_key,
-        tools=tools,
-        now=request_now(request),
-        public_base_url=link_base(request),
-    )
-    turn_events = PendingTurn(prepared)
     encoder = AgUiEncoder(body.thread_id, body.run_id, client_tools=frozenset(t.name for t in tools))
+    try:
+        prepared = await start_client_turn(
+            ctx.deps,
+            user,
+            client_id=body.thread_id,
+            input_items=_new_input(body),
+            agent_key=agent_key,
+            tools=tools,
+            now=request_now(request),
+            public_base_url=link_base(request),
+        )
+    except TooManyRequests as refusal:  # RUN_STARTED, then RUN_ERROR with the code: what AG-UI clients show
+        return stream_refusal(ctx, encoder, refusal)
+    turn_events = PendingTurn(prepared)
     return stream_run(ctx, encoder, turn_events.events(), turn=turn_events)
 
 
