@@ -241,6 +241,14 @@ class Settings(BaseSettings):
     usage_limits_cache_s: int = Field(
         60, ge=0, alias="AGENT_USAGE_LIMITS_CACHE_S", description="Seconds a user's LIMITS item is cached in a process"
     )
+    usage_handoff_delay_s: int = Field(
+        30,
+        ge=0,
+        le=900,
+        alias="AGENT_USAGE_HANDOFF_DELAY_S",
+        description="A run's usage record whose ledger write still fails after its retries is queued again this "
+        "many seconds later (doubling per hand-off, at most 900)",
+    )
     idle_timeout_minutes: int = Field(
         30, alias="AGENT_IDLE_TIMEOUT_MINUTES", description="Idle minutes after which a chat's session ends"
     )
