@@ -222,6 +222,32 @@ async def test_requests_per_minute_are_limited() -> None:
         assert (await _chat(client, "hi")).status_code == 200
 
 
+async def test_stateless_runs_are_counted_under_the_caller_and_held_to_the_budget() -> None:
+    # Given a budget of 40 tokens a day, and a scripted model whose calls spend 15 each (10 + 5)
+    context = _context(AGENT_USAGE_DAILY_TOKEN_BUDGET=40, AGENT_USAGE_RESERVE_TOKENS=10)
+    stateless = [
+        ("/v1/chat/completions", {"model": "main-agent", "messages": [{"role": "user", "content": "hi"}]}),
+        ("/v1/responses", {"model": "main-agent", "input": "hi", "store": False}),
+        ("/api/chat/stream", {"messages": [{"role": "user", "content": "hi"}]}),
+    ]
+    async with _client(context) as client:
+        # When alice makes three stateless turns (Chat Completions, a store:false response, the chain endpoint)
+        for path, body in stateless:
+            assert (await client.post(path, json=body)).status_code == 200, path
+            await context.background.join()
+        # Then nothing of them is stored, but each is in her ledger once: they spent tokens
+        assert (await context.deps.store.list_chats("alice", 10, None)).items == []
+        usage = (await client.get("/api/ap/usage")).json()
+        [row] = usage["items"]
+        assert row["runs"] == 3 and row["inputTokens"] >= 30 and row["outputTokens"] >= 15  # 10 + 5 per model call
+        spent = row["inputTokens"] + row["outputTokens"]
+        assert usage["budget"]["spentTokens"] == spent and usage["budget"]["remainingTokens"] == 0
+        # And her budget holds for them as for any turn
+        path, body = stateless[0]
+        refused = await client.post(path, json=body)
+        assert refused.status_code == 429 and refused.json()["error"]["code"] == "budget_exceeded"
+
+
 async def test_a_replayed_request_gives_its_reservation_back() -> None:
     context = _context(AGENT_USAGE_DAILY_TOKEN_BUDGET=1000, AGENT_USAGE_RESERVE_TOKENS=100)
     async with _client(context) as client:
