@@ -119,6 +119,11 @@ def flush_traces() -> None:
         flush()
 
 
+def exporting() -> bool:
+    """Whether an SDK tracer provider is installed (the API's default proxy has nothing to flush)."""
+    return getattr(trace.get_tracer_provider(), "force_flush", None) is not None
+
+
 # ----- a span around an async stream -----
 
 

@@ -370,3 +370,27 @@ async def test_a_failed_model_call_marks_its_span_and_the_run(spans: InMemorySpa
     for span in (run, chat):
         assert span.status.status_code == StatusCode.ERROR and span.attributes["error.type"] == "llm_unavailable"
     assert run.attributes["agent_core.run.status"] == "failed"
+
+
+async def test_the_stream_function_exports_a_runs_spans_before_its_response_ends(spans: InMemorySpanExporter) -> None:
+    """Behind the Web Adapter no handler returns, so nothing else flushes: the stream's end does, before the process
+    may be frozen (the batch processor here would export on its own only after an hour)."""
+    lambda_stream = {"AWS_LAMBDA_FUNCTION_NAME": "agent-core-stream", "AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap"}
+    context = _context(ScriptedLlm(Reply(text="hi")), **lambda_stream)
+    assert context.settings.behind_web_adapter
+    trace.get_tracer_provider().force_flush()  # type: ignore[attr-defined]  # earlier tests' spans
+    BATCHED.clear()
+    app = build_app(*routes.stream_routes, context=context)
+    transport = httpx.ASGITransport(app=app)
+    headers = {"X-User-Id": "alice"}
+    async with (
+        httpx.AsyncClient(transport=transport, base_url="http://test", headers=headers) as client,
+        client.stream("POST", "/api/ap/query", json={"message": "hello"}) as response,
+    ):
+        body = [line async for line in response.aiter_lines()]
+        # Read to its last event: the run's spans were exported before the body ended
+        assert any('"run.complete"' in line for line in body)
+        exported = {s.name for s in BATCHED.get_finished_spans()}
+    # the run, its model call and memory search, its usage record's job (the request's own span ends after)
+    expected = {"invoke_agent main-agent", "chat gpt-4.1-mini", "search_memory", "process agent-core.jobs"}
+    assert expected <= exported, exported
