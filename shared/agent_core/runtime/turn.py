@@ -158,16 +158,16 @@ def _zone(deps: RunDeps, req: TurnRequest, profile: Profile | None) -> ZoneInfo:
     return zone(req.timezone or (profile.timezone if profile else None), deps.settings.default_timezone)
 
 
-async def admit_early(
-    deps: RunDeps, user_id: str, agent: AgentDefinition, model: str | None, now: datetime | None
-) -> Admission:
+async def admit_early(deps: RunDeps, req: TurnRequest, agent: AgentDefinition) -> Admission:
     """A turn's budget reserved before its wire writes anything of its own (a client's chat, the input's
-    history): `prepare_turn` then takes this admission as made. 429 when spent or rate limited."""
-    admission = Admission(deps.usage, user_id, to_ms(now) if now else now_ms())
-    if deps.usage is not None:
-        profile = await deps.store.get_profile(user_id)
-        tz = zone(profile.timezone if profile else None, deps.settings.default_timezone)
-        await admission.admit(model or agent.model or deps.settings.model, tz)
+    history): `prepare_turn` then takes this admission as made. 429 when spent or rate limited.
+
+    Only a user with a limit has anything to reserve (and reads their profile for the day's zone here);
+    otherwise the admission is left to `prepare_turn`, where it costs no call."""
+    admission = Admission(deps.usage, req.user_id, to_ms(req.now) if req.now else now_ms())
+    if deps.usage is not None and (await deps.usage.limits.get(req.user_id)).any:
+        profile = await deps.store.get_profile(req.user_id)
+        await admission.admit(_model(deps, req, agent), _zone(deps, req, profile))
     return admission
 
 

@@ -54,7 +54,8 @@ class TurnPlan:
 async def admit(plan: TurnPlan) -> Admission:
     """The turn's budget and rate limit checked (429) before anything of the turn is written; once per plan."""
     if plan.admission is None:
-        plan.admission = await admit_early(plan.deps, plan.user_id, plan.agent, plan.model, plan.now)
+        request = TurnRequest(user_id=plan.user_id, message="", model=plan.model, now=plan.now)
+        plan.admission = await admit_early(plan.deps, request, plan.agent)
     return plan.admission
 
 
