@@ -248,6 +248,32 @@ async def test_stateless_runs_are_counted_under_the_caller_and_held_to_the_budge
         assert refused.status_code == 429 and refused.json()["error"]["code"] == "budget_exceeded"
 
 
+@pytest.mark.parametrize(("limited", "profile_reads"), [(False, 0), (True, 1)])
+async def test_a_wire_turn_reads_the_profile_early_only_for_a_limited_user(limited: bool, profile_reads: int) -> None:
+    # A UI-stream turn writes the client's chat before the turn is prepared, so its admission comes first; only a
+    # user with a limit has a reservation to make, and only then is their profile read for the day's zone
+    context = _context(**({"AGENT_USAGE_DAILY_TOKEN_BUDGET": 1000} if limited else {}))
+    store = context.deps.store
+    reads: list[str] = []
+    read_profile = store.get_profile
+
+    async def counted(user_id: str) -> Any:
+        reads.append(user_id)
+        return await read_profile(user_id)
+
+    store.get_profile = counted  # type: ignore[method-assign]
+    body = {"id": "c1", "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}
+    async with _client(context) as client:
+        response = await client.post("/api/ui-stream", json=body)
+        await context.background.join()
+    assert response.status_code == 200 and '"finish"' in response.text
+    assert len(reads) == profile_reads
+    today = datetime.now(UTC).date().isoformat()
+    assert context.deps.usage is not None
+    [row] = await context.deps.usage.ledger.rows("alice", today, today)
+    assert row.runs == 1
+
+
 async def test_a_replayed_request_gives_its_reservation_back() -> None:
     context = _context(AGENT_USAGE_DAILY_TOKEN_BUDGET=1000, AGENT_USAGE_RESERVE_TOKENS=100)
     async with _client(context) as client:
