@@ -126,7 +126,7 @@ async def _open_chat(
     chat_id = req.chat_id
     if chat_id is None:
         profile = await deps.store.get_profile(req.user_id)
-        await admission.admit(_model(deps, req, deps.agents.get(req.agent_key)), _zone(deps, req, profile))
+        await admission.admit(turn_model(deps, req, deps.agents.get(req.agent_key)), turn_zone(deps, req, profile))
         chat = Chat(
             chat_id=new_chat_id(),
             user_id=req.user_id,
@@ -145,30 +145,17 @@ async def _open_chat(
     if context is None:
         raise NotFound("conversation not found", param=req.chat_param, code="conversation_not_found")
     agent = deps.agents.get(req.agent_key or context.chat.agent_key)
-    await admission.admit(_model(deps, req, agent), _zone(deps, req, context.profile))
+    await admission.admit(turn_model(deps, req, agent), turn_zone(deps, req, context.profile))
     return context.chat, context.summary, context.profile, False, context.records_version
 
 
-def _model(deps: RunDeps, req: TurnRequest, agent: AgentDefinition) -> str:
+def turn_model(deps: RunDeps, req: TurnRequest, agent: AgentDefinition) -> str:
     return req.model or agent.model or deps.settings.model
 
 
-def _zone(deps: RunDeps, req: TurnRequest, profile: Profile | None) -> ZoneInfo:
+def turn_zone(deps: RunDeps, req: TurnRequest, profile: Profile | None) -> ZoneInfo:
     """The turn's zone: the request's, else the profile's, else the default."""
     return zone(req.timezone or (profile.timezone if profile else None), deps.settings.default_timezone)
-
-
-async def admit_early(deps: RunDeps, req: TurnRequest, agent: AgentDefinition) -> Admission:
-    """A turn's budget reserved before its wire writes anything of its own (a client's chat, the input's
-    history): `prepare_turn` then takes this admission as made. 429 when spent or rate limited.
-
-    Only a user with a limit has anything to reserve (and reads their profile for the day's zone here);
-    otherwise the admission is left to `prepare_turn`, where it costs no call."""
-    admission = Admission(deps.usage, req.user_id, to_ms(req.now) if req.now else now_ms())
-    if deps.usage is not None and (await deps.usage.limits.get(req.user_id)).any:
-        profile = await deps.store.get_profile(req.user_id)
-        await admission.admit(_model(deps, req, agent), _zone(deps, req, profile))
-    return admission
 
 
 def history_limit(deps: RunDeps) -> int:
@@ -183,7 +170,7 @@ async def prepare_turn(
     """Everything that can fail with an HTTP status happens here, before any event is produced.
 
     Returns the stored result when the requestId was already answered. The user's budget and rate limit are
-    checked before the turn writes anything (429), here or by the wire (`admission`, see `admit_early`); a
+    checked before the turn writes anything (429), here or by the wire (`admission`: wires/turn.py `admit`); a
     turn that does not go on to the model gives its reservation back.
     """
     at_ms = to_ms(req.now) if req.now else now_ms()
@@ -206,7 +193,7 @@ async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admis
     s = deps.settings
     chat, summary, profile, created, records_version = await _open_chat(deps, req, at_ms, admission)
     agent = deps.agents.get(req.agent_key or chat.agent_key)
-    tz = _zone(deps, req, profile)
+    tz = turn_zone(deps, req, profile)
     run_id = new_run_id()
     run = Run(
         run_id=run_id,
@@ -215,7 +202,7 @@ async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admis
         request_id=req.request_id or run_id,
         agent_key=agent.key,
         agent_version=agent.version,
-        model=_model(deps, req, agent),
+        model=turn_model(deps, req, agent),
         started_at=at_ms,
         lease_at=now_ms() if req.now else None,  # the lease is on the wall clock whatever "now" says
     )

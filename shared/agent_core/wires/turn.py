@@ -18,14 +18,16 @@ from agent_core.container import RunDeps
 from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.models import Chat, Message, Role
 from agent_core.errors import AgentError, InvalidRequest, RunInProgress
+from agent_core.memory.calendar import to_ms
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
 from agent_core.runtime.ephemeral import ephemeral_deps
 from agent_core.runtime.turn import (
     PreparedTurn,
     TurnRequest,
-    admit_early,
     chat_name,
     prepare_turn,
+    turn_model,
+    turn_zone,
     validate_message,
 )
 from agent_core.usage.meter import Admission
@@ -52,10 +54,17 @@ class TurnPlan:
 
 
 async def admit(plan: TurnPlan) -> Admission:
-    """The turn's budget and rate limit checked (429) before anything of the turn is written; once per plan."""
+    """The turn's budget and rate limit checked (429) before anything of the turn is written (a client's chat,
+    the input's history); once per plan, and `prepare_turn` takes the admission as made.
+
+    Only a user with a limit has anything to reserve (and their profile is read here for the day's zone);
+    otherwise the admission is left to `prepare_turn`, where it costs no call."""
     if plan.admission is None:
-        request = TurnRequest(user_id=plan.user_id, message="", model=plan.model, now=plan.now)
-        plan.admission = await admit_early(plan.deps, request, plan.agent)
+        deps, req = plan.deps, TurnRequest(user_id=plan.user_id, message="", model=plan.model, now=plan.now)
+        plan.admission = Admission(deps.usage, req.user_id, to_ms(req.now) if req.now else now_ms())
+        if deps.usage is not None and (await deps.usage.limits.get(req.user_id)).any:
+            profile = await deps.store.get_profile(req.user_id)
+            await plan.admission.admit(turn_model(deps, req, plan.agent), turn_zone(deps, req, profile))
     return plan.admission
 
 
