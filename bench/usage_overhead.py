@@ -3,6 +3,9 @@ answer's path), the ledger record's after it, and the DynamoDB calls a turn make
 
 Latency: `UsageMeter.admit` (a cached LIMITS read, then one conditional UpdateItem ADD) and `Ledger.record` (one
 TransactWriteItems) timed alone, many times, on the in-memory table, the embedded SQLite table and moto.
+Whole turns on moto: the time from `run_blocking` to the first LLM request of plain turns with budgets off and
+on, interleaved turn by turn (two apps, a fresh moto table each per chat of 10 turns so moto's per-table costs
+stay small), with the DynamoDB time inside that span from botocore's before/after-call events.
 Calls: the `bench.ddb_calls` split (before / after the first LLM request) of plain turns on moto with a token
 budget, a cost budget and a rate limit all set.
 """
@@ -90,6 +93,48 @@ def _latency(turns: int) -> dict[str, dict[str, float]]:
     return out
 
 
+TURNS_PER_CHAT = 10
+
+
+async def _whole_turns(turns: int) -> dict[str, dict[str, float]]:
+    """Budgets off vs on, interleaved turn by turn: ms from the turn's start to its first LLM request, and the part
+    of it spent in DynamoDB calls. Every chat gets a fresh moto table (moto's Query and TransactWriteItems cost
+    grows with the whole table, which DynamoDB's does not: see turn_latency's two moto rows)."""
+    seen: dict[str, dict[str, list[float]]] = {mode: {"wall": [], "ddb": [], "calls": []} for mode in ("off", "on")}
+    chats = -(-turns // TURNS_PER_CHAT) + 1  # the first chat's turns are warm-ups
+    for chat_no in range(chats):
+        apps = {}
+        for mode, extra in (("off", {}), ("on", BUDGETS)):
+            settings = make_settings(AGENT_TABLE_NAME=f"bench-usage-{mode}-{chat_no}", **extra)
+            log, llm = DdbCallLog(), FakeLlm()
+            ctx = build_context(settings, table=moto_table(settings, log.attach), llm=llm)
+            chat_id = await open_chat(ctx.deps, "bench-user")  # also reads the user's LIMITS item (cached 60 s)
+            await ctx.background.join()
+            apps[mode] = (ctx, llm, log, chat_id)
+        for _ in range(TURNS_PER_CHAT):
+            for mode, (ctx, llm, log, chat_id) in apps.items():
+                start_log, calls_before = len(log.calls), len(llm.calls)
+                start = time.perf_counter()
+                await run_blocking(ctx.deps, TurnRequest(user_id="bench-user", message=USER_MESSAGE, chat_id=chat_id))
+                await ctx.background.join()
+                after_turn()
+                first_llm = llm.calls[calls_before].at
+                before = [c for c in log.since(start_log) if c.started < first_llm]
+                if chat_no:
+                    seen[mode]["wall"].append((first_llm - start) * 1000)
+                    seen[mode]["ddb"].append(sum((c.ended or c.started) - c.started for c in before) * 1000)
+                    seen[mode]["calls"].append(float(len(before)))
+    return {
+        mode: {
+            "p50_ms": round(percentile(values["wall"], 50), 2),
+            "p95_ms": round(percentile(values["wall"], 95), 2),
+            "ddb_p50_ms": round(percentile(values["ddb"], 50), 2),
+            "calls_before": max(values["calls"]),
+        }
+        for mode, values in seen.items()
+    }
+
+
 async def _calls(turns: int) -> Counter[tuple[tuple[str, ...], tuple[str, ...]]]:
     log = DdbCallLog()
     settings = make_settings(**BUDGETS)
@@ -111,11 +156,13 @@ async def _calls(turns: int) -> Counter[tuple[tuple[str, ...], tuple[str, ...]]]
     return patterns
 
 
-def run(turns: int = 300, call_turns: int = 20) -> dict[str, Any]:
+def run(turns: int = 300, call_turns: int = 20, whole_turns: int = 150) -> dict[str, Any]:
     quiet_observability()
     latency = _latency(turns)
     with moto_aws():
         patterns = asyncio.run(_calls(call_turns))
+    with moto_aws():
+        whole = asyncio.run(_whole_turns(whole_turns))
     print(f"Usage admission and ledger record, {turns} turns each (ms)")
     print("| table | admit p50 | admit p95 | record p50 | record p95 |")
     print("|---|---|---|---|---|")
@@ -143,18 +190,31 @@ def run(turns: int = 300, call_turns: int = 20) -> dict[str, Any]:
             f"| {n} | {', '.join(before)} | {', '.join(after)} | {row['reads_before']} / {row['writes_before']} "
             f"| {row['reads_after']} / {row['writes_after']} |"
         )
+    print(f"\nWhole plain turns on moto, {whole_turns} each, interleaved: start -> first LLM request (ms)")
+    print("| budgets | p50 | p95 | in DynamoDB calls, p50 | calls before the model |")
+    print("|---|---|---|---|---|")
+    for mode, row in whole.items():
+        print(f"| {mode} | {row['p50_ms']} | {row['p95_ms']} | {row['ddb_p50_ms']} | {int(row['calls_before'])} |")
+    added = round(whole["on"]["p95_ms"] - whole["off"]["p95_ms"], 2)
+    print(f"added p95 on moto: {added} ms (p50 {round(whole['on']['p50_ms'] - whole['off']['p50_ms'], 2)} ms)")
     in_process = max(latency[name]["admit_p95_ms"] for name in ("memory", "sqlite"))
     verdict = "met" if in_process <= TARGET_P95_MS else "NOT met"
     print(f"\nadmission p95 on the in-process tables: {in_process} ms (target <= {TARGET_P95_MS} ms): {verdict}")
-    return {"latency": latency, "call_patterns": rows, "meets_target": in_process <= TARGET_P95_MS}
+    return {
+        "latency": latency,
+        "call_patterns": rows,
+        "whole_turns_moto": whole,
+        "meets_target": in_process <= TARGET_P95_MS,
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--call-turns", type=int, default=20)
+    parser.add_argument("--whole-turns", type=int, default=150)
     args = parser.parse_args()
-    run(args.turns, args.call_turns)
+    run(args.turns, args.call_turns, args.whole_turns)
 
 
 if __name__ == "__main__":

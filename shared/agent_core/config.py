@@ -274,6 +274,14 @@ class Settings(BaseSettings):
         description="Characters of a streamed answer held back until checked by the agent's output guardrail, so "
         "a match split across deltas is caught before any of it is sent (the longest match caught)",
     )
+    usage_handoff_delay_s: int = Field(
+        30,
+        ge=0,
+        le=900,
+        alias="AGENT_USAGE_HANDOFF_DELAY_S",
+        description="A run's usage record whose ledger write still fails after its retries is queued again this "
+        "many seconds later (doubling per hand-off, at most 900)",
+    )
     idle_timeout_minutes: int = Field(
         30, alias="AGENT_IDLE_TIMEOUT_MINUTES", description="Idle minutes after which a chat's session ends"
     )

@@ -3,6 +3,7 @@ agents, work queue) and the jobs it runs from Settings, once."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -41,7 +42,7 @@ from agent_core.tools.frontend import AskUserTool
 from agent_core.tools.mcp import McpCatalog
 from agent_core.tools.registry import ToolRegistry
 from agent_core.tools.service import AuditSink, ToolService
-from agent_core.tracing import configure_tracing, traced_llm
+from agent_core.tracing import configure_tracing, exporting, flush_traces, traced_llm
 from agent_core.usage.meter import UsageMeter
 
 
@@ -56,9 +57,13 @@ class AppContext:
 
     async def before_response(self) -> None:
         """Where a route's response is about to end: in Lambda, where nothing runs after a response, wait for the
-        background work the request started; elsewhere that work runs on by itself."""
+        background work the request started; elsewhere that work runs on by itself. Behind the Web Adapter (the
+        stream function: no handler returns there, so nothing else flushes) the run's spans are exported now too,
+        before the process may be frozen."""
         if self.settings.in_lambda:
             await self.background.join()
+            if self.settings.behind_web_adapter and exporting():
+                await asyncio.to_thread(flush_traces)
 
     async def run_scheduled(self, name: ScheduledJob, now: datetime, user_id: str | None = None) -> JobReport:
         """One scheduled pass at `now` (over `user_id`'s data only, if given), then the in-process work it

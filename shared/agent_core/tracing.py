@@ -1,7 +1,8 @@
 """Traces by the OpenTelemetry GenAI semantic conventions (development status; names as of semconv 1.44).
 
 Spans: `invoke_agent {agent}` per run, `chat {model}` per model call, `execute_tool {name}` per tool call,
-and a producer span per enqueued job whose context travels in the job message to the job's consumer span.
+`search_memory` per long-term memory search (the conventions' `retrieval` operation), and a producer span per
+enqueued job whose context travels in the job message to the job's consumer span.
 The request spans are FastAPI's own (it instruments itself with the global provider, `traceparent` included);
 mcp traces its own protocol messages under the tool's span; openai is not instrumented: nothing is doubled.
 Only `opentelemetry-api` is a runtime dependency: its
@@ -59,6 +60,11 @@ OUTPUT_MESSAGES = "gen_ai.output.messages"
 USER_ID = "user.id"
 ERROR_TYPE = "error.type"
 TOOL_STATUS = "agent_core.tool.status"
+DATA_SOURCE_ID = "gen_ai.data_source.id"
+TOP_K = "gen_ai.request.top_k"
+RETRIEVAL_QUERY = "gen_ai.retrieval.query.text"
+RETRIEVAL_DOCUMENTS = "gen_ai.retrieval.documents"
+MEMORY_STORE = "long_term_memory"  # the data source a memory search reads: the user's memory records
 TOOL_TYPES = {"backend": "function", "frontend": "function", "mcp": "extension"}
 
 _tracer = trace.get_tracer(SCOPE, schema_url=f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}")
@@ -112,6 +118,11 @@ def flush_traces() -> None:
     flush = getattr(trace.get_tracer_provider(), "force_flush", None)
     if flush is not None:
         flush()
+
+
+def exporting() -> bool:
+    """Whether an SDK tracer provider is installed (the API's default proxy has nothing to flush)."""
+    return getattr(trace.get_tracer_provider(), "force_flush", None) is not None
 
 
 # ----- a span around an async stream -----
@@ -350,6 +361,47 @@ def guardrail_outcome(span: Span, outcome: str, labels: list[str]) -> None:
     span.set_attribute(GUARDRAIL_FINDINGS, labels)
     if outcome == "block":
         span.set_attribute(ERROR_TYPE, "guardrail_intervened")
+
+
+# ----- long-term memory: search_memory -----
+
+
+class MemorySearchSpan:
+    """What `memory_span` hands its caller: record the search's result on it."""
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+
+    def searched(self, records: int) -> None:
+        """How many records the search ranked (the user's index; 0: nothing to search, no embedding)."""
+        self.span.set_attribute("agent_core.memory.records", records)
+
+    def found(self, hits: list[tuple[str, float]], tokens: int) -> None:
+        """The records returned (`(record id, score)`, best first) and their estimated tokens."""
+        self.span.set_attribute("agent_core.memory.hits", len(hits))
+        self.span.set_attribute("agent_core.memory.tokens", tokens)
+        if _capture["content"]:
+            documents = [{"id": record_id, "score": round(score, 6)} for record_id, score in hits]
+            self.span.set_attribute(RETRIEVAL_DOCUMENTS, json.dumps(documents))
+
+
+@contextmanager
+def memory_span(user_id: str, query: str, limit: int) -> Iterator[MemorySearchSpan]:
+    """A `search_memory` span around one search of a user's memory records (the recall before a turn's model
+    call, the memory tools, the memory search route): the conventions' `retrieval` operation on the data
+    source `long_term_memory`; the query's text only with content capture."""
+    attributes: dict[str, Any] = {
+        OPERATION: "retrieval",
+        PROVIDER: PROVIDER_NAMES["offline"],  # the search runs here, on the user's records
+        DATA_SOURCE_ID: MEMORY_STORE,
+        TOP_K: float(limit),
+        USER_ID: user_id,
+        "agent_core.memory.query_length": len(query),
+    }
+    if _capture["content"]:
+        attributes[RETRIEVAL_QUERY] = query
+    with _tracer.start_as_current_span("search_memory", kind=SpanKind.INTERNAL, attributes=attributes) as span:
+        yield MemorySearchSpan(span)
 
 
 # ----- jobs: the queue carries the trace -----

@@ -99,6 +99,7 @@ def build_harness(stub: OpenAiStub, **overrides: Any) -> Harness:
         OPENAI_BASE_URL=stub.base_url,
         OPENAI_API_KEY="sk-faults",
         AGENT_STORE_RETRY_BASE_MS="1",
+        AGENT_USAGE_HANDOFF_DELAY_S="0",  # a ledger record a lasting fault hands off runs again at once
         **overrides,
     )
     ddb = boto3.client("dynamodb", region_name="us-east-1")

@@ -7,6 +7,8 @@ snapshot go to S3 before the final transaction, so the S3 calls are part of it.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from agent_core.domain.models import Role
@@ -85,8 +87,16 @@ async def test_storage_fault_at_every_call(harness: Harness, at: int, kind: str,
     outcome = await check_turn(harness, chat_id, QUESTION, ANSWER, seen)
     call = TURN_CALLS[at - 1]
     if at == LEDGER_WRITE:
-        # The ledger write is a job queued after the answer is stored: even a lasting fault there is not the user's.
+        # The ledger write is a job queued after the answer is stored: even a lasting fault there is not the user's,
+        # and the record is not lost: handed to the work queue, it lands once (tests/faults/test_usage_ledger_faults.py)
         assert outcome == "run.complete", outcome
+        # (A condition failure there is injected on the budget item, which has no condition: not a fault
+        # DynamoDB can give; the record is then dropped, logged as a failed job.)
+        if kind != "conditional":
+            today = datetime.now(UTC).date().isoformat()
+            assert harness.context.deps.usage is not None
+            [row] = await harness.context.deps.usage.ledger.rows("alice", today, today)
+            assert row.runs == 2  # this turn's run, once, and the next turn's (check_turn)
     elif times == 1 and (call.operation in WRITES or call.service == "s3"):
         # A passing fault on a write is absorbed (retried, or re-read when ambiguous): the user gets the answer.
         assert outcome == "run.complete", outcome

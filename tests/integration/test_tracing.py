@@ -1,8 +1,9 @@
 """Traces by the OpenTelemetry GenAI conventions, read from the SDK's in-memory span exporter.
 
-One scripted turn over HTTP (two tool calls, then an answer) that also enqueues a compaction job: every span
-carries the attributes its operation requires, the token counts add up to the run's usage, and one trace
-links request -> run -> model calls / tools and request -> queue -> job (-> the job's model call).
+One scripted turn over HTTP (two tool calls, one of them a long-term memory search, then an answer) that also
+enqueues a compaction job: every span carries the attributes its operation requires, the token counts add up
+to the run's usage, and one trace links request -> run -> model calls / tools -> memory search and
+request -> queue -> job (-> the job's model call).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.domain.jobs import CompactJob, dump_job, parse_job
+from agent_core.domain.memory import MemoryRecord, RecordKind
 from agent_core.errors import LlmUnavailable
 from agent_core.jobs.job_run import stamped
 from agent_core.jobs.worker import process_batch
@@ -77,7 +79,20 @@ REQUIRED = {
         "gen_ai.response.finish_reasons",
     },
     "execute_tool": {"gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id", "agent_core.tool.status"},
+    # `search_memory`: the conventions' retrieval operation, plus what this project documents
+    "retrieval": {
+        "gen_ai.operation.name",
+        "gen_ai.provider.name",
+        "gen_ai.data_source.id",
+        "gen_ai.request.top_k",
+        "user.id",
+        "agent_core.memory.query_length",
+        "agent_core.memory.records",
+        "agent_core.memory.hits",
+        "agent_core.memory.tokens",
+    },
 }
+MEMORY_QUERY = "the Lisbon trip"
 
 
 USAGE = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.cache_read.input_tokens")
@@ -131,9 +146,16 @@ def _ancestors(span: ReadableSpan, spans: list[ReadableSpan]) -> list[ReadableSp
 
 
 async def _scripted_turn(spans: InMemorySpanExporter, **settings: str) -> tuple[str, list[ReadableSpan], AppContext]:
-    """Two earlier turns fill the window; the traced one runs two tools and enqueues a compaction."""
+    """Two earlier turns fill the window; the traced one runs two tools (the clock and a search of alice's
+    long-term memory) and enqueues a compaction."""
     llm = ScriptedLlm()
     context = _context(llm, AGENT_MEMORY_WINDOW="2", AGENT_MEMORY_COMPACT_AFTER="4", **settings)
+    assert context.deps.memory is not None
+    remembered = [
+        MemoryRecord(record_id=f"fact#{i}", user_id="alice", kind=RecordKind.FACT, text=text, at=1_700_000_000_000)
+        for i, text in enumerate(["alice plans a trip to Lisbon in May", "alice plays the piano"])
+    ]
+    await context.deps.memory.add("alice", remembered)
     async with _client(context) as client:
         cid = (await client.post("/api/v1/conversations", json={"title": "t"})).json()["conversationId"]
         for i in range(2):
@@ -141,7 +163,12 @@ async def _scripted_turn(spans: InMemorySpanExporter, **settings: str) -> tuple[
             await context.background.join()
         spans.clear()
         llm.add(
-            Reply(tool_calls=[("call_a", "time", {"timezone": "Europe/Paris"}), ("call_b", "time", {})]),
+            Reply(
+                tool_calls=[
+                    ("call_a", "time", {"timezone": "Europe/Paris"}),
+                    ("call_b", "search_memory", {"query": MEMORY_QUERY}),
+                ]
+            ),
             Reply(text="done"),
         )
         response = await client.post(
@@ -170,11 +197,26 @@ async def test_a_turn_with_two_tools_and_a_job_is_one_linked_trace(spans: InMemo
 
     tools = _by_operation(finished, "execute_tool")
     assert sorted((t.name, t.attributes["gen_ai.tool.call.id"]) for t in tools) == [
+        ("execute_tool search_memory", "call_b"),
         ("execute_tool time", "call_a"),
-        ("execute_tool time", "call_b"),
     ]
     assert all(_parent(t) == run.context.span_id for t in tools)
     assert {t.attributes["agent_core.tool.status"] for t in tools} == {"ok"}
+
+    # request -> run -> the search_memory tool -> its memory search; the recall before the model call (the
+    # turn's preparation, before the run's span starts) is a search of its own, a child of the request
+    [memory_tool] = [t for t in tools if t.attributes["gen_ai.tool.name"] == "search_memory"]
+    searches = _by_operation(finished, "retrieval")
+    assert all(s.name == "search_memory" for s in searches)
+    [searched] = [s for s in searches if _parent(s) == memory_tool.context.span_id]
+    [recalled] = [s for s in searches if s is not searched]
+    assert _ancestors(searched, finished)[:2] == [memory_tool, run] and request in _ancestors(run, finished)
+    assert request in _ancestors(recalled, finished) and run not in _ancestors(recalled, finished)
+    assert searched.attributes["gen_ai.data_source.id"] == "long_term_memory"
+    assert searched.attributes["agent_core.memory.query_length"] == len(MEMORY_QUERY)
+    assert searched.attributes["agent_core.memory.records"] == 2 and searched.attributes["agent_core.memory.hits"] >= 1
+    assert recalled.attributes["agent_core.memory.query_length"] == len("what time?")
+    assert "gen_ai.retrieval.query.text" not in searched.attributes  # contents only when opted in
 
     chats = _by_operation(finished, "chat")
     turn_chats = [c for c in chats if _parent(c) == run.context.span_id]
@@ -231,6 +273,11 @@ async def test_message_contents_only_when_opted_in(spans: InMemorySpanExporter) 
         "parts"
     ]
     assert json.loads(str(last.attributes["gen_ai.output.messages"]))[0]["parts"][0]["content"] == "done"
+    searched = [
+        s for s in _by_operation(finished, "retrieval") if s.attributes["gen_ai.retrieval.query.text"] == MEMORY_QUERY
+    ]
+    [document, *_] = json.loads(str(searched[0].attributes["gen_ai.retrieval.documents"]))
+    assert document["id"] == "fact#0" and document["score"] > 0
 
 
 async def test_an_sqs_message_carries_the_trace_to_the_worker(spans: InMemorySpanExporter) -> None:
@@ -347,3 +394,27 @@ async def test_each_guardrail_check_is_a_span_naming_what_it_found_never_the_tex
     [run] = _by_operation(finished, "invoke_agent")
     assert checks["apply_guardrail output"].parent.span_id == run.context.span_id  # type: ignore[union-attr]
     assert "dana" not in json.dumps([dict(s.attributes or {}) for s in finished])
+
+
+async def test_the_stream_function_exports_a_runs_spans_before_its_response_ends(spans: InMemorySpanExporter) -> None:
+    """Behind the Web Adapter no handler returns, so nothing else flushes: the stream's end does, before the process
+    may be frozen (the batch processor here would export on its own only after an hour)."""
+    lambda_stream = {"AWS_LAMBDA_FUNCTION_NAME": "agent-core-stream", "AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap"}
+    context = _context(ScriptedLlm(Reply(text="hi")), **lambda_stream)
+    assert context.settings.behind_web_adapter
+    trace.get_tracer_provider().force_flush()  # type: ignore[attr-defined]  # earlier tests' spans
+    BATCHED.clear()
+    app = build_app(*routes.stream_routes, context=context)
+    transport = httpx.ASGITransport(app=app)
+    headers = {"X-User-Id": "alice"}
+    async with (
+        httpx.AsyncClient(transport=transport, base_url="http://test", headers=headers) as client,
+        client.stream("POST", "/api/ap/query", json={"message": "hello"}) as response,
+    ):
+        body = [line async for line in response.aiter_lines()]
+        # Read to its last event: the run's spans were exported before the body ended
+        assert any('"run.complete"' in line for line in body)
+        exported = {s.name for s in BATCHED.get_finished_spans()}
+    # the run, its model call and memory search, its usage record's job (the request's own span ends after)
+    expected = {"invoke_agent main-agent", "chat gpt-4.1-mini", "search_memory", "process agent-core.jobs"}
+    assert expected <= exported, exported

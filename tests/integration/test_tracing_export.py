@@ -98,3 +98,49 @@ def test_tracing_is_off_by_default() -> None:
         out = _run({})
     assert out.startswith("ProxyTracerProvider")  # no SDK configured: the API's no-op tracer
     assert collector.received == []
+
+
+FIRST_REQUEST = """
+import asyncio, httpx
+from agent_core.api import routes
+from agent_core.api.app import build_app
+from agent_core.tracing import flush_traces
+
+async def main():
+    app = build_app(*routes.chat)  # as a Lambda function does: the context is built by the first request
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t", headers={"X-User-Id": "u1"}) as client:
+        headers = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+        answer = await client.post("/api/v1/conversations", json={"title": "t"}, headers=headers)
+    print(answer.status_code)
+
+asyncio.run(main())
+flush_traces()
+"""
+
+
+def test_a_functions_first_request_is_traced_and_continues_the_callers_trace() -> None:
+    with Collector() as collector:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "AGENT_", "OPENAI_"))}
+        env.update(
+            {
+                "PYTHONPATH": f"{REPO / 'shared'}{os.pathsep}{REPO}",
+                "AGENT_STORAGE": "memory",
+                "AGENT_LLM_PROVIDER": "offline",
+                "OTEL_EXPORTER_OTLP_ENDPOINT": collector.origin,
+            }
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", FIRST_REQUEST], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0 and done.stdout.strip().endswith("201"), done.stderr[-2000:]
+    spans = [
+        span
+        for _, body in collector.received
+        for resource_spans in ExportTraceServiceRequest.FromString(body).resource_spans
+        for scope in resource_spans.scope_spans
+        for span in scope.spans
+    ]
+    servers = [s for s in spans if s.kind == s.SPAN_KIND_SERVER]
+    assert [s.name for s in servers] == ["POST /api/v1/conversations"], [s.name for s in spans]
+    assert servers[0].trace_id.hex() == "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -26,6 +26,7 @@ from agent_core.usage.ledger import UsageRecord
 from agent_core.usage.meter import UsageMeter
 from tests.support.fake_llm import ScriptedLlm
 from tests.support.fixtures import make_settings
+from tests.support.sse import events_in
 
 DAY = "2026-11-26"
 UTC_ZONE = ZoneInfo("UTC")
@@ -171,15 +172,21 @@ async def test_over_the_token_budget_a_turn_is_refused_with_429() -> None:
         assert (await _chat(client, "two")).status_code == 200  # 15 spent: still below the budget
         await context.background.join()
         # When a third turn comes (30 spent)
-        refused = await client.post("/api/ap/query", json={"message": "three"})
-        # Then it is a 429 with a stable code, Retry-After (to the next local midnight) and nothing remaining
+        streamed = await client.post("/api/ap/query", json={"message": "three"})
+        # Then the stream is its one terminal event: run.error with the stable code, Retry-After (to the next
+        # local midnight) and nothing remaining (tests/integration/test_usage_refusals.py: every wire)
+        [event] = events_in(streamed.text)
+        assert (event["type"], event["code"], event["remaining"]) == ("run.error", "budget_exceeded", {"tokens": 0})
+        assert 0 < event["retryAfter"] <= 86_400 and streamed.headers["Retry-After"] == str(event["retryAfter"])
+        # And no chat was opened nor run recorded for it
+        assert len((await context.deps.chats.list_chats("alice", 10, None)).items) == 2
+        # And a buffered route answers it as a 429 with the same code, Retry-After and what remains
+        refused = await _chat(client, "four")
         assert refused.status_code == 429
         error = refused.json()["error"]
         assert error["code"] == "budget_exceeded" and error["type"] == "rate_limit_error"
         assert 0 < int(refused.headers["Retry-After"]) <= 86_400
         assert refused.json()["data"]["remaining"] == {"tokens": 0}
-        # And no chat was opened nor run recorded for it
-        assert len((await context.deps.chats.list_chats("alice", 10, None)).items) == 2
         usage = (await client.get("/api/ap/usage")).json()
         assert usage["totals"]["runs"] == 2 and usage["budget"]["remainingTokens"] == 0
         # And another user is not limited by alice's spend
@@ -213,6 +220,58 @@ async def test_requests_per_minute_are_limited() -> None:
         # The next minute admits again
         client.headers["X-Agent-Now"] = "2026-11-26T10:01:00Z"
         assert (await _chat(client, "hi")).status_code == 200
+
+
+async def test_stateless_runs_are_counted_under_the_caller_and_held_to_the_budget() -> None:
+    # Given a budget of 40 tokens a day, and a scripted model whose calls spend 15 each (10 + 5)
+    context = _context(AGENT_USAGE_DAILY_TOKEN_BUDGET=40, AGENT_USAGE_RESERVE_TOKENS=10)
+    stateless = [
+        ("/v1/chat/completions", {"model": "main-agent", "messages": [{"role": "user", "content": "hi"}]}),
+        ("/v1/responses", {"model": "main-agent", "input": "hi", "store": False}),
+        ("/api/chat/stream", {"messages": [{"role": "user", "content": "hi"}]}),
+    ]
+    async with _client(context) as client:
+        # When alice makes three stateless turns (Chat Completions, a store:false response, the chain endpoint)
+        for path, body in stateless:
+            assert (await client.post(path, json=body)).status_code == 200, path
+            await context.background.join()
+        # Then nothing of them is stored, but each is in her ledger once: they spent tokens
+        assert (await context.deps.chats.list_chats("alice", 10, None)).items == []
+        usage = (await client.get("/api/ap/usage")).json()
+        [row] = usage["items"]
+        assert row["runs"] == 3 and row["inputTokens"] >= 30 and row["outputTokens"] >= 15  # 10 + 5 per model call
+        spent = row["inputTokens"] + row["outputTokens"]
+        assert usage["budget"]["spentTokens"] == spent and usage["budget"]["remainingTokens"] == 0
+        # And her budget holds for them as for any turn
+        path, body = stateless[0]
+        refused = await client.post(path, json=body)
+        assert refused.status_code == 429 and refused.json()["error"]["code"] == "budget_exceeded"
+
+
+@pytest.mark.parametrize(("limited", "profile_reads"), [(False, 0), (True, 1)])
+async def test_a_wire_turn_reads_the_profile_early_only_for_a_limited_user(limited: bool, profile_reads: int) -> None:
+    # A UI-stream turn writes the client's chat before the turn is prepared, so its admission comes first; only a
+    # user with a limit has a reservation to make, and only then is their profile read for the day's zone
+    context = _context(**({"AGENT_USAGE_DAILY_TOKEN_BUDGET": 1000} if limited else {}))
+    store = context.deps.memory_store
+    reads: list[str] = []
+    read_profile = store.get_profile
+
+    async def counted(user_id: str) -> Any:
+        reads.append(user_id)
+        return await read_profile(user_id)
+
+    store.get_profile = counted  # type: ignore[method-assign]
+    body = {"id": "c1", "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}
+    async with _client(context) as client:
+        response = await client.post("/api/ui-stream", json=body)
+        await context.background.join()
+    assert response.status_code == 200 and '"finish"' in response.text
+    assert len(reads) == profile_reads
+    today = datetime.now(UTC).date().isoformat()
+    assert context.deps.usage is not None
+    [row] = await context.deps.usage.ledger.rows("alice", today, today)
+    assert row.runs == 1
 
 
 async def test_a_replayed_request_gives_its_reservation_back() -> None:

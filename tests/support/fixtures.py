@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -65,10 +66,32 @@ def bedrock_stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[BedrockStub]:
         yield stub
 
 
+_MOTO_REQUESTS = threading.RLock()
+
+
+def serial_moto(monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto's in-process backends answer one request at a time, as each AWS request is atomic: moto has no lock
+    of its own (a TransactWriteItems deep-copies the table while another thread writes: `dictionary changed
+    size during iteration`; two conditional UpdateItems on one item can both pass). The app's threads still
+    race for it in any order, so concurrency between requests is what it is on AWS."""
+    from moto.core.botocore_stubber import BotocoreStubber
+
+    answer = BotocoreStubber.__call__
+
+    def one_at_a_time(self: BotocoreStubber, event_name: str, request: Any, **kwargs: Any) -> Any:
+        with _MOTO_REQUESTS:
+            return answer(self, event_name, request, **kwargs)
+
+    monkeypatch.setattr(BotocoreStubber, "__call__", one_at_a_time)
+
+
 @pytest.fixture
 def aws_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """moto's in-process AWS with fake credentials; nothing leaves the machine."""
+    """moto's in-process AWS with fake credentials; nothing leaves the machine. Requests are answered one at a
+    time (`serial_moto`)."""
     from moto import mock_aws
+
+    serial_moto(monkeypatch)
 
     for name, value in {
         "AWS_ACCESS_KEY_ID": "testing",

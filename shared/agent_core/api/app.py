@@ -13,6 +13,7 @@ from agent_core.api.errors import install_error_handlers
 from agent_core.api.openapi import install_openapi
 from agent_core.config import get_settings
 from agent_core.context import AppContext, build_context
+from agent_core.tracing import configure_tracing
 
 ContextFactory = Callable[[], AppContext]
 
@@ -34,6 +35,9 @@ def build_app(*routers: APIRouter, context: AppContext | ContextFactory | None =
     app = _app(docs)
     install_error_handlers(app)
     settings = context.settings if isinstance(context, AppContext) else get_settings()
+    # FastAPI traces a request only when a tracer provider is installed as it arrives: installed now (a Lambda
+    # function's init), the first request is traced too, not only those after the lazy context was built.
+    configure_tracing(settings)
     # Added first, so it sits inside CORS: a 413 or 408 still carries the CORS headers.
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, read_timeout_s=settings.body_read_timeout_s)
     if settings.cors_origins:

@@ -31,6 +31,9 @@ from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
 from agent_core.context import AppContext
+from agent_core.domain.events import RunError
+from agent_core.domain.ids import now_ms
+from agent_core.errors import TooManyRequests
 from agent_core.runtime.cancel import SERVER_STOPPING, CancelRegistry
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.pending import HeldTurn
@@ -224,3 +227,35 @@ def stream_run(
     return stream_frames(
         ctx, frames, lambda frame: encoder.sse(frame.frame), ids=lambda frame: frame.id, turn=turn, headers=headers
     )
+
+
+def refusal_event(refusal: TooManyRequests) -> RunError:
+    """A budget's or the rate limit's 429 as a run's terminal error: its code, Retry-After and what remains."""
+    data = refusal.data or {}
+    return RunError(
+        code=refusal.code,
+        message=refusal.message,
+        retry_after=refusal.retry_after_s,
+        limit=data.get("limit"),
+        remaining=data.get("remaining"),
+    )
+
+
+def stream_refusal(
+    ctx: AppContext,
+    encoder: WireEncoder[F],
+    refusal: TooManyRequests,
+    *,
+    chat_id: str = "",
+    request_id: str = "",
+    headers: Mapping[str, str] | None = None,
+) -> EventStream:
+    """A turn a budget or the rate limit refused, on a wire whose clients show errors they read from the stream
+    (native, AG-UI, the UI stream): 200, the wire's opening, then its terminal error, and `Retry-After` as a
+    header too. Nothing of the turn was stored and no run exists: the native `run.error` has an empty runId."""
+
+    async def refused() -> AsyncGenerator[Envelope, None]:
+        yield Envelope(refusal_event(refusal), 1, now_ms(), "", chat_id, request_id)
+
+    retry = {"Retry-After": str(refusal.retry_after_s)}
+    return stream_run(ctx, encoder, refused(), headers={**(headers or {}), **retry})

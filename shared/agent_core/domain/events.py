@@ -147,6 +147,11 @@ class RunError(Event):
     type: Literal["run.error"] = "run.error"
     code: str
     message: str
+    # A turn a budget or rate limit refused (`budget_exceeded`, `rate_limited`): seconds until it may be
+    # tried again, the limit hit and what remains of each limit (the 429 body's `data`).
+    retry_after: int | None = None
+    limit: str | None = None
+    remaining: dict[str, Any] | None = None
 
 
 class RunCancel(Event):

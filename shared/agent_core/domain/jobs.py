@@ -91,6 +91,9 @@ class UsageJob(_Job):
     tool_calls: int = 0
     reserved_tokens: int = 0
     reserved_cost_micros: int = 0
+    # How often the record was handed to the work queue because the ledger write still failed after its
+    # retries (jobs/usage.py): 0 for the record a run queues in its own process.
+    handoffs: int = 0
 
 
 Job = Annotated[

@@ -10,7 +10,10 @@ from typing import Any
 
 from agent_core.container import RunDeps
 from agent_core.domain.jobs import CompactJob, DailySummaryJob, Job, ProfileJob, SessionSummaryJob, UsageJob
+from agent_core.errors import ServiceUnavailable
+from agent_core.jobs.sqs import MAX_DELAY_S
 from agent_core.memory.calendar import zone
+from agent_core.observability import logger
 from agent_core.store.retry import retry_write, write_backoff
 from agent_core.usage.counting import CountingLlm
 from agent_core.usage.ledger import UsageRecord
@@ -19,12 +22,47 @@ from agent_core.usage.ledger import UsageRecord
 METERED_JOBS = (CompactJob, SessionSummaryJob, ProfileJob, DailySummaryJob)
 
 
+# On the in-process queue (no SQS: the local server) a record is handed off at most this often.
+MAX_LOCAL_HANDOFFS = 8
+
+
 async def record_usage(deps: RunDeps, job: UsageJob) -> bool:
-    """Retried on throttling and timeouts (the write is idempotent); a record that still fails is logged."""
+    """Retried on throttling and timeouts (the write is idempotent: its marker makes it exactly once). A lasting
+    storage fault does not lose the record: it is handed to the work queue to land later (`_hand_off`)."""
     meter = deps.usage
     if meter is None:
         return False
-    return await retry_write(lambda: meter.record_job(job), write_backoff(deps.settings), "record_usage")
+    try:
+        return await retry_write(lambda: meter.record_job(job), write_backoff(deps.settings), "record_usage")
+    except ServiceUnavailable:
+        if not await _hand_off(deps, job):
+            raise
+        return False
+
+
+async def _hand_off(deps: RunDeps, job: UsageJob) -> bool:
+    """Queue the record again for later; False when it is the queue's to retry (raise: SQS redelivers it, then
+    dead-letters it) or when it cannot be queued.
+
+    A run's record is first written in the run's process (`RunDeps.in_process`); when that write fails it goes
+    to `deps.work_queue` (AGENT_USAGE_HANDOFF_DELAY_S later, doubling): SQS in Lambda, where a failure of the
+    worker is SQS's redrive (the message comes back after its visibility timeout, to the dead-letter queue
+    after maxReceiveCount); locally the in-process queue, whose journal keeps it across restarts, at most
+    MAX_LOCAL_HANDOFFS times.
+    """
+    durable = deps.work_queue is not deps.in_process
+    if job.handoffs > 0 and (durable or job.handoffs >= MAX_LOCAL_HANDOFFS):
+        return False
+    later = job.model_copy(update={"handoffs": job.handoffs + 1, "job_run_id": "", "traceparent": ""})
+    delay = min(deps.settings.usage_handoff_delay_s * 2**job.handoffs, MAX_DELAY_S)
+    extra = {"userId": job.user_id, "marker": job.marker, "handoffs": later.handoffs, "delayS": delay}
+    try:
+        await deps.work_queue.enqueue(later, delay_s=delay)
+    except Exception:
+        logger.exception("usage record lost: the ledger write and its hand-off both failed", extra=extra)
+        return False
+    logger.warning("usage record handed to the work queue", extra=extra)
+    return True
 
 
 def job_identity(job: Job) -> str:

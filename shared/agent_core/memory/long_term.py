@@ -14,6 +14,7 @@ from agent_core.memory.embedding import Embedder, Vector
 from agent_core.memory.records import MemoryRecord
 from agent_core.memory.retrieval import Hit, SearchQuery, UserIndex, search
 from agent_core.store.memory_records import RecordStore
+from agent_core.tracing import memory_span
 
 CACHED_USERS = 64
 MAX_RECORD_CHARS = 6000  # a record's text beyond this is cut (a window of long messages stays searchable)
@@ -88,13 +89,20 @@ class LongTermMemory:
 
     async def search(self, user_id: str, query: SearchQuery, version: str | None = None) -> tuple[list[Hit], int]:
         """The caller's best records for the query (see `retrieval.search`); never another user's. A user with no
-        records (version "") costs no read and no embedding."""
-        if version is None:
-            version = await self.records.version(user_id)
-        if version == "":
-            return [], 0
-        index = await self.index(user_id, version)
-        if not index.records or not query.text.strip():
-            return [], 0
-        (vector,) = await self.embedder.embed([query.text])
-        return search(index, query, vector)
+        records (version "") costs no read and no embedding. Each search is one `search_memory` span."""
+        with memory_span(user_id, query.text, query.limit) as span:
+            if version is None:
+                version = await self.records.version(user_id)
+            if version == "":
+                span.searched(0)
+                span.found([], 0)
+                return [], 0
+            index = await self.index(user_id, version)
+            span.searched(len(index.records))
+            if not index.records or not query.text.strip():
+                span.found([], 0)
+                return [], 0
+            (vector,) = await self.embedder.embed([query.text])
+            hits, tokens = search(index, query, vector)
+            span.found([(h.record.record_id, h.score) for h in hits], tokens)
+            return hits, tokens

@@ -118,7 +118,7 @@ async def _open_chat(
     if chat_id is None:
         profile = await deps.memory_store.get_profile(req.user_id)
         agent = deps.agents.get(req.agent_key)
-        await admission.admit(_model(deps, req, agent), _zone(deps, req, profile))
+        await admission.admit(turn_model(deps, req, agent), turn_zone(deps, req, profile))
         req.message = await deps.screen_input(agent, req.message, req.input_checked)  # before the chat opens
         chat = Chat(
             chat_id=new_chat_id(),
@@ -138,16 +138,16 @@ async def _open_chat(
     if context is None:
         raise NotFound("conversation not found", param=req.chat_param, code="conversation_not_found")
     agent = deps.agents.get(req.agent_key or context.chat.agent_key)
-    await admission.admit(_model(deps, req, agent), _zone(deps, req, context.profile))
+    await admission.admit(turn_model(deps, req, agent), turn_zone(deps, req, context.profile))
     req.message = await deps.screen_input(agent, req.message, req.input_checked)
     return context.chat, context.summary, context.profile, False, context.records_version
 
 
-def _model(deps: RunDeps, req: TurnRequest, agent: AgentDefinition) -> str:
+def turn_model(deps: RunDeps, req: TurnRequest, agent: AgentDefinition) -> str:
     return req.model or agent.model or deps.settings.model
 
 
-def _zone(deps: RunDeps, req: TurnRequest, profile: Profile | None) -> ZoneInfo:
+def turn_zone(deps: RunDeps, req: TurnRequest, profile: Profile | None) -> ZoneInfo:
     """The turn's zone: the request's, else the profile's, else the default."""
     return zone(req.timezone or (profile.timezone if profile else None), deps.settings.default_timezone)
 
@@ -158,18 +158,20 @@ def history_limit(deps: RunDeps) -> int:
     return max(2 * s.memory_compact_after + s.memory_window, 100)
 
 
-async def prepare_turn(deps: RunDeps, req: TurnRequest) -> PreparedTurn | TurnResult:
+async def prepare_turn(
+    deps: RunDeps, req: TurnRequest, admission: Admission | None = None
+) -> PreparedTurn | TurnResult:
     """Everything that can fail with an HTTP status happens here, before any event is produced.
 
     Returns the stored result when the requestId was already answered. The user's budget and rate limit are
-    checked before the turn writes anything (429); a turn that does not go on to the model gives its
-    reservation back.
+    checked before the turn writes anything (429), here or by the wire (`admission`: wires/turn.py `admit`); a
+    turn that does not go on to the model gives its reservation back.
     """
-    if not req.continuation:
-        validate_message(req.message, deps.settings.max_message_bytes)
     at_ms = to_ms(req.now) if req.now else now_ms()
-    admission = Admission(deps.usage, req.user_id, at_ms)
+    admission = admission or Admission(deps.usage, req.user_id, at_ms)
     try:
+        if not req.continuation:
+            validate_message(req.message, deps.settings.max_message_bytes)
         prepared = await _prepare(deps, req, at_ms, admission)
     except BaseException:
         await asyncio.shield(admission.release())
@@ -185,7 +187,7 @@ async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admis
     s = deps.settings
     chat, summary, profile, created, records_version = await _open_chat(deps, req, at_ms, admission)
     agent = deps.agents.get(req.agent_key or chat.agent_key)
-    tz = _zone(deps, req, profile)
+    tz = turn_zone(deps, req, profile)
     run_id = new_run_id()
     run = Run(
         run_id=run_id,
@@ -194,7 +196,7 @@ async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admis
         request_id=req.request_id or run_id,
         agent_key=agent.key,
         agent_version=agent.version,
-        model=_model(deps, req, agent),
+        model=turn_model(deps, req, agent),
         started_at=at_ms,
         lease_at=now_ms() if req.now else None,  # the lease is on the wall clock whatever "now" says
         client_run_id=req.client_run_id,

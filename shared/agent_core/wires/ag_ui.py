@@ -33,6 +33,7 @@ from agent_core.domain.events import (
     ReasoningStart,
     RunCancel,
     RunComplete,
+    RunError,
     ToolApproval,
     ToolArgs,
     ToolEnd,
@@ -50,6 +51,13 @@ def event_json(event: ag.BaseEvent) -> str:
 
 
 APPROVAL_TOOL = "approve_tool_call"  # the client tool an approval is put to the frontend as
+
+
+def _refusal(error: RunError) -> dict[str, Any] | None:
+    """A budget's or the rate limit's refusal: Retry-After and what remains, in the event's `metadata`."""
+    if error.retry_after is None:
+        return None
+    return {"retryAfter": error.retry_after, "limit": error.limit, "remaining": error.remaining}
 
 
 def _content(result: Any) -> str:
@@ -128,7 +136,7 @@ class AgUiEncoder(WireEncoderBase[ag.BaseEvent]):
                 return [*closing, ag.RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id)]
             case RunCancel():
                 return [*closing, ag.RunErrorEvent(message="the run was cancelled", code="cancelled")]
-        return [*closing, ag.RunErrorEvent(message=terminal.message, code=terminal.code)]
+        return [*closing, ag.RunErrorEvent(message=terminal.message, code=terminal.code, metadata=_refusal(terminal))]
 
     def sse(self, frame: Any) -> SseData:
         return event_json(frame), None

@@ -10,6 +10,7 @@ agent tools as the Responses API, without going through it.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from datetime import datetime
 from typing import Any
@@ -30,7 +31,7 @@ from agent_core.wires.input import (
     parse_input,
     turn_input,
 )
-from agent_core.wires.turn import open_turn, plan_turn, screen_input
+from agent_core.wires.turn import admit, open_turn, plan_turn, screen_input
 
 PENDING_WINDOW = 20  # recent messages read to find the calls a client owes
 
@@ -132,22 +133,27 @@ async def _start(
         if parsed.outputs or parsed.approvals:  # a continuation: every approval asked is decided too
             asked = [approval_request_id(run_id, c.id) for c in pending if c.name not in client]
             check_answered(asked, parsed.approvals)
-    if parsed.approvals:  # found, then consumed once (409 for a replay) right before the turn opens
-        assert chat is not None  # (answers were checked against its pending calls)
-        found = await find(deps.waits, deps.turns, user_id, chat.chat_id, parsed.approvals)
-        plan.decided = await decide(deps.waits, user_id, found)
-    if chat is None:
-        at = now_ms()
-        first = next((m.content for m in plan.parsed.messages if m.content), "")
-        chat = Chat(
-            chat_id=chat_id,
-            user_id=user_id,
-            title=chat_name(first),
-            agent_key=plan.agent.key,
-            created_at=at,
-            last_activity_at=at,
-        )
-        await deps.chats.create_chat(chat)
-    plan.chat = chat
-    plan.client_run_id = client_run_id
-    return await open_turn(plan)
+    admission = await admit(plan)  # 429 before the client's chat or its input is written
+    try:
+        if parsed.approvals:  # found, then consumed once (409 for a replay) right before the turn opens
+            assert chat is not None  # (answers were checked against its pending calls)
+            found = await find(deps.waits, deps.turns, user_id, chat.chat_id, parsed.approvals)
+            plan.decided = await decide(deps.waits, user_id, found)
+        if chat is None:
+            at = now_ms()
+            first = next((m.content for m in plan.parsed.messages if m.content), "")
+            chat = Chat(
+                chat_id=chat_id,
+                user_id=user_id,
+                title=chat_name(first),
+                agent_key=plan.agent.key,
+                created_at=at,
+                last_activity_at=at,
+            )
+            await deps.chats.create_chat(chat)
+        plan.chat = chat
+        plan.client_run_id = client_run_id
+        return await open_turn(plan)
+    except BaseException:
+        await asyncio.shield(admission.release())
+        raise

@@ -8,6 +8,7 @@ store:false swaps in `ephemeral_deps` (a request-scoped in-memory store): the sa
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,11 +20,13 @@ from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.models import Chat, Message, Role
 from agent_core.domain.text import chat_name, validate_message
 from agent_core.errors import AgentError, InvalidRequest, RunInProgress
+from agent_core.memory.calendar import to_ms
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
 from agent_core.runtime.approvals import ApprovalMode, DecidedCall
 from agent_core.runtime.ephemeral import ephemeral_deps
-from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
+from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn, turn_model, turn_zone
 from agent_core.tools.service import ToolService
+from agent_core.usage.meter import Admission
 from agent_core.wires.client_tools import TunedLlm, client_tool, request_agent, with_client_tools
 from agent_core.wires.input import FunctionToolParam, InputMessage, ParsedInput
 
@@ -46,6 +49,22 @@ class TurnPlan:
     approvals: ApprovalMode = "wait"  # how a call needing approval waits (`hand_over`: the run ends with it)
     decided: tuple[DecidedCall, ...] = ()  # approvals the request decided (`wires/responses/approvals.py`)
     client_run_id: str | None = None  # the client's own id for the run (AG-UI's runId)
+    admission: Admission | None = None  # the turn's budget, reserved before the wire writes anything (`admit`)
+
+
+async def admit(plan: TurnPlan) -> Admission:
+    """The turn's budget and rate limit checked (429) before anything of the turn is written (a client's chat,
+    the input's history); once per plan, and `prepare_turn` takes the admission as made.
+
+    Only a user with a limit has anything to reserve (and their profile is read here for the day's zone);
+    otherwise the admission is left to `prepare_turn`, where it costs no call."""
+    if plan.admission is None:
+        deps, req = plan.deps, TurnRequest(user_id=plan.user_id, message="", model=plan.model, now=plan.now)
+        plan.admission = Admission(deps.usage, req.user_id, to_ms(req.now) if req.now else now_ms())
+        if deps.usage is not None and (await deps.usage.limits.get(req.user_id)).any:
+            profile = await deps.memory_store.get_profile(req.user_id)
+            await plan.admission.admit(turn_model(deps, req, plan.agent), turn_zone(deps, req, profile))
+    return plan.admission
 
 
 @dataclass(frozen=True)
@@ -191,7 +210,7 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
     A turn continued only by function outputs writes them as history and stores no USER message: the
     model is called with the outputs last (`TurnRequest.continuation`).
     """
-    deps, chat = plan.deps, plan.chat
+    deps = plan.deps
     prior, trigger = plan.parsed.split()
     continuation = trigger is None or trigger.role != Role.USER
     message = "" if continuation or trigger is None else trigger.content
@@ -202,9 +221,27 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
         except AgentError as error:
             error.param = "input"
             raise
-    at = now_ms()
-    if chat is not None and chat.active_run_id and (chat.lease_expires_at or 0) > at:
+    chat = plan.chat
+    if chat is not None and chat.active_run_id and (chat.lease_expires_at or 0) > now_ms():
         raise RunInProgress("another turn is running in this conversation")
+    admission = await admit(plan)
+    try:
+        request = await _write_input(plan, message, history, continuation)
+        prepared = await prepare_turn(deps, request, admission)
+    except BaseException:
+        await asyncio.shield(admission.release())
+        raise
+    if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry
+        raise AgentError("unexpected replay of a stored result")
+    if plan.instructions:
+        prepared.extra_system.append(plan.instructions)
+    return prepared
+
+
+async def _write_input(plan: TurnPlan, message: str, history: list[InputMessage], continuation: bool) -> TurnRequest:
+    """The input's history written into the chat (created when new); the turn's request."""
+    deps, chat = plan.deps, plan.chat
+    at = now_ms()
     if chat is None and history:
         first = next((m.content for m in plan.parsed.messages if m.role == Role.USER), message)
         chat = Chat(
@@ -219,7 +256,7 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
     if history:
         assert chat is not None
         await deps.chats.add_messages(chat.chat_id, [to_message(m, chat.chat_id, at) for m in history])
-    request = TurnRequest(
+    return TurnRequest(
         user_id=plan.user_id,
         message=message,
         chat_id=chat.chat_id if chat else None,
@@ -235,12 +272,6 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
         decided=plan.decided,
         client_run_id=plan.client_run_id,
     )
-    prepared = await prepare_turn(deps, request)
-    if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry
-        raise AgentError("unexpected replay of a stored result")
-    if plan.instructions:
-        prepared.extra_system.append(plan.instructions)
-    return prepared
 
 
 def _chat_tool_choice(choice: object) -> str | dict[str, Any] | None:

@@ -128,7 +128,10 @@ class UiStreamEncoder(WireEncoderBase[Wire | str]):
                 return [*closing, {"type": "finish", "finishReason": _FINISH.get(finish_reason, "other")}]
             case RunCancel():
                 return [*closing, {"type": "abort"}]
-        return [*closing, {"type": "error", "errorText": f"[{terminal.code}] {terminal.message}"}]
+        text = f"[{terminal.code}] {terminal.message}"
+        if terminal.retry_after is not None:  # a refused turn: the chunk has only `errorText` (a strict schema)
+            text += f" (retry after {terminal.retry_after} s; remaining: {json.dumps(terminal.remaining or {})})"
+        return [*closing, {"type": "error", "errorText": text}]
 
     def trailer(self) -> list[Wire | str]:
         return [DONE]

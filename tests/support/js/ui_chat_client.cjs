@@ -1,7 +1,8 @@
 // useChat's own transport and reader against POST /api/ui-stream (run by tests/integration/test_ui_stream.py).
 // Usage: node ui_chat_client.cjs <node_modules dir> <api url> <bearer token> <chat id> <user text> [<json>]
-// The optional JSON is {tools, messages}: the client's tools (sent with the transport's `body` option) and
-// the messages to send instead of one user message (an assistant message carrying a tool output).
+// The optional JSON is {tools, messages, headers}: the client's tools (sent with the transport's `body` option),
+// the messages to send instead of one user message (an assistant message carrying a tool output), and more
+// request headers.
 // Prints {chunks, message, error}: every chunk as the SDK parsed (and schema-checked) it, and the
 // assistant UIMessage that readUIMessageStream built from them.
 const path = require("path");
@@ -12,7 +13,8 @@ async function main() {
   const ai = require(path.join(modules, "ai"));
   const { DefaultChatTransport, readUIMessageStream } = ai;
   const body = options.tools ? { tools: options.tools } : undefined;
-  const transport = new DefaultChatTransport({ api, headers: { Authorization: `Bearer ${token}` }, body });
+  const headers = { Authorization: `Bearer ${token}`, ...(options.headers || {}) };
+  const transport = new DefaultChatTransport({ api, headers, body });
   const messages = options.messages || [{ id: `u-${Date.now()}`, role: "user", parts: [{ type: "text", text }] }];
   const out = { chunks: [], message: null, error: null };
   // What useChat's sendAutomaticallyWhen helper says of the messages sent (outputs of every client call)

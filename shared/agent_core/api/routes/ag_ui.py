@@ -29,9 +29,9 @@ from fastapi import APIRouter, Depends, Header, Path, Request, Response
 
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import EventStreamResponse, error_responses
-from agent_core.api.sse import stream_frames, stream_run
+from agent_core.api.sse import stream_frames, stream_refusal, stream_run
 from agent_core.context import AppContext
-from agent_core.errors import InvalidRequest
+from agent_core.errors import InvalidRequest, TooManyRequests
 from agent_core.runtime.pending import PendingTurn
 from agent_core.wires.ag_ui import APPROVAL_TOOL, AgUiEncoder
 from agent_core.wires.approval_answers import approval_wait
@@ -115,20 +115,24 @@ async def _run(
     if reconnected is not None:
         return reconnected
     tools = function_tools([t for t in body.tools or [] if t.name != APPROVAL_TOOL])
-    prepared = await start_client_turn(
-        ctx.deps,
-        user,
-        client_id=body.thread_id,
-        input_items=_new_input(body),
-        agent_key=agent_key,
-        tools=tools,
-        now=request_now(request),
-        public_base_url=link_base(request),
-        client_run_id=body.run_id,
-    )
+    client_tools = frozenset(t.name for t in tools)
+    try:
+        prepared = await start_client_turn(
+            ctx.deps,
+            user,
+            client_id=body.thread_id,
+            input_items=_new_input(body),
+            agent_key=agent_key,
+            tools=tools,
+            now=request_now(request),
+            public_base_url=link_base(request),
+            client_run_id=body.run_id,
+        )
+    except TooManyRequests as refusal:  # RUN_STARTED, then RUN_ERROR with the code: what AG-UI clients show
+        return stream_refusal(ctx, AgUiEncoder(body.thread_id, body.run_id, client_tools=client_tools), refusal)
     turn_events = PendingTurn(prepared)
     decided = frozenset(d.call.id for d in prepared.request.decided)
-    encoder = AgUiEncoder(body.thread_id, body.run_id, client_tools=frozenset(t.name for t in tools), decided=decided)
+    encoder = AgUiEncoder(body.thread_id, body.run_id, client_tools=client_tools, decided=decided)
     return stream_run(ctx, encoder, turn_events.events(), turn=turn_events)
 
 

@@ -15,11 +15,11 @@ from pydantic import Field, StrictInt
 from agent_core.api.deps import app_context, current_user
 from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.schemas import Body, RequestBody
-from agent_core.api.sse import EventStream, stream_run
+from agent_core.api.sse import EventStream, stream_refusal, stream_run
 from agent_core.context import AppContext
 from agent_core.domain.models import Role
 from agent_core.domain.text import utf8_size, validate_message
-from agent_core.errors import InvalidRequest, PayloadTooLarge
+from agent_core.errors import InvalidRequest, PayloadTooLarge, TooManyRequests
 from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.ephemeral import ephemeral_deps, seed_chat
 from agent_core.runtime.loop import TurnRunner
@@ -101,6 +101,9 @@ async def chain_stream(
     history = [(Role(m.role.upper()), m.content) for m in body.messages[:-1]]
     chat = await seed_chat(deps.chats, user, agent.key, history)
     request = TurnRequest(user_id=user, chat_id=chat.chat_id, message=body.messages[-1].content, approvals="refuse")
-    prepared = await prepare_turn(deps, request)
+    try:
+        prepared = await prepare_turn(deps, request)
+    except TooManyRequests as refusal:  # the stream's one event, as on /api/ap/query
+        return stream_refusal(ctx, NativeEncoder(), refusal)
     assert isinstance(prepared, PreparedTurn)
     return stream_run(ctx, NativeEncoder(), TurnRunner(prepared).events())

@@ -14,10 +14,10 @@ from pydantic import Field
 from agent_core.api.deps import app_context, current_user, link_base, request_now, request_timezone
 from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.schemas import ChatId, PathId, RequestBody
-from agent_core.api.sse import EventStream, stream_frames, stream_run
+from agent_core.api.sse import EventStream, stream_frames, stream_refusal, stream_run
 from agent_core.context import AppContext
 from agent_core.domain.models import TurnResult
-from agent_core.errors import InvalidRequest, NotFound, ResumeUnavailable
+from agent_core.errors import InvalidRequest, NotFound, ResumeUnavailable, TooManyRequests
 from agent_core.observability import logger
 from agent_core.runtime.pending import PendingTurn
 from agent_core.runtime.resume import ResumeBroken, open_resume
@@ -77,8 +77,13 @@ async def query(
         public_base_url=link_base(request),
         timezone=request_timezone(request, body.timezone),
     )
-    # Everything that answers with an HTTP status (404, 409, 422, 413) happens before the stream starts.
-    prepared = await prepare_turn(ctx.deps, turn)
+    # Everything that answers with an HTTP status (404, 409, 422, 413) happens before the stream starts; a
+    # budget's or the rate limit's refusal is the stream's one event, `run.error` (what its clients display).
+    try:
+        prepared = await prepare_turn(ctx.deps, turn)
+    except TooManyRequests as refusal:
+        chat_id, request_id = body.chat_id or "", turn.request_id or ""
+        return stream_refusal(ctx, NativeEncoder(), refusal, chat_id=chat_id, request_id=request_id)
     if isinstance(prepared, TurnResult):
         return stream_frames(ctx, _replayed(ctx, prepared), native_sse, ids=native_id)
     turn_events = PendingTurn(prepared)

@@ -27,9 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent_core.api.deps import app_context, current_user, link_base, request_now
 from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.schemas import PathId
-from agent_core.api.sse import EventStream, stream_frames, stream_run
+from agent_core.api.sse import EventStream, stream_frames, stream_refusal, stream_run
 from agent_core.context import AppContext
-from agent_core.errors import InvalidRequest, NotFound
+from agent_core.domain.ids import sortable_id
+from agent_core.errors import InvalidRequest, NotFound, TooManyRequests
 from agent_core.runtime.pending import PendingTurn
 from agent_core.wires.client_turn import approval_item, client_chat_id, start_client_turn
 from agent_core.wires.frame_resume import active_run, frame_id, resumed_frames, run_log_events
@@ -140,21 +141,26 @@ def _new_input(body: UiStreamIn) -> list[dict[str, Any]]:
 async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) -> EventStream:
     """One assistant message as UI message chunks; the chat `id` is a chat of the caller (created on first use)."""
     tools = function_tools(body.tools or [])
-    prepared = await start_client_turn(
-        ctx.deps,
-        user,
-        client_id=body.id,
-        input_items=_new_input(body),
-        tools=tools,
-        now=request_now(request),
-        public_base_url=link_base(request),
-    )
+    client_tools = frozenset(t.name for t in tools)
+    try:
+        prepared = await start_client_turn(
+            ctx.deps,
+            user,
+            client_id=body.id,
+            input_items=_new_input(body),
+            tools=tools,
+            now=request_now(request),
+            public_base_url=link_base(request),
+        )
+    except TooManyRequests as refusal:  # `start`, then an `error` part: what useChat shows as its error
+        encoder = UiStreamEncoder(f"msg_{sortable_id()}", client_tools=client_tools)
+        return stream_refusal(ctx, encoder, refusal, headers=HEADERS)
     turn_events = PendingTurn(prepared)
     last = body.messages[-1]
     # A request that answers the last message's calls continues that message (useChat appends to it).
     message_id = last.id if last.role == "assistant" else f"msg_{prepared.run.run_id}"
     decided = frozenset(d.call.id for d in prepared.request.decided)
-    encoder = UiStreamEncoder(message_id, client_tools=frozenset(t.name for t in tools), decided=decided)
+    encoder = UiStreamEncoder(message_id, client_tools=client_tools, decided=decided)
     return stream_run(ctx, encoder, turn_events.events(), turn=turn_events, headers=HEADERS)
 
 
