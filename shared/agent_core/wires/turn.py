@@ -8,6 +8,7 @@ store:false swaps in `ephemeral_deps` (a request-scoped in-memory store): the sa
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,7 +20,7 @@ from agent_core.domain.models import Chat, Message, Role
 from agent_core.domain.text import chat_name, validate_message
 from agent_core.errors import AgentError, InvalidRequest, RunInProgress
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
-from agent_core.runtime.approvals import ApprovalMode, DecidedCall
+from agent_core.runtime.approvals import ApprovalMode, DecidedCall, undo
 from agent_core.runtime.ephemeral import ephemeral_deps
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
 from agent_core.tools.service import ToolService
@@ -45,6 +46,7 @@ class TurnPlan:
     approvals: ApprovalMode = "wait"  # how a call needing approval waits (`hand_over`: the run ends with it)
     decided: tuple[DecidedCall, ...] = ()  # approvals the request decided (`wires/responses/approvals.py`)
     client_run_id: str | None = None  # the client's own id for the run (AG-UI's runId)
+    ui_message_id: str | None = None  # the UI message the run continues (the UI stream's answered message)
 
 
 @dataclass(frozen=True)
@@ -185,8 +187,17 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
     """Write the input's history into the chat and take the chat's lease with the turn's first message.
 
     A turn continued only by function outputs writes them as history and stores no USER message: the
-    model is called with the outputs last (`TurnRequest.continuation`).
+    model is called with the outputs last (`TurnRequest.continuation`). A turn that does not open takes back
+    the approvals its request decided (`runtime/approvals.undo`): their calls never ran.
     """
+    try:
+        return await _open(plan)
+    except BaseException:
+        await asyncio.shield(undo(plan.deps.waits, plan.decided))
+        raise
+
+
+async def _open(plan: TurnPlan) -> PreparedTurn:
     deps, chat = plan.deps, plan.chat
     prior, trigger = plan.parsed.split()
     continuation = trigger is None or trigger.role != Role.USER
@@ -230,6 +241,7 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
         approvals=plan.approvals,
         decided=plan.decided,
         client_run_id=plan.client_run_id,
+        ui_message_id=plan.ui_message_id,
     )
     prepared = await prepare_turn(deps, request)
     if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry

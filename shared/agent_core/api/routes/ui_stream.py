@@ -140,6 +140,7 @@ def _new_input(body: UiStreamIn) -> list[dict[str, Any]]:
 async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) -> EventStream:
     """One assistant message as UI message chunks; the chat `id` is a chat of the caller (created on first use)."""
     tools = function_tools(body.tools or [])
+    last = body.messages[-1]
     prepared = await start_client_turn(
         ctx.deps,
         user,
@@ -148,13 +149,11 @@ async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) ->
         tools=tools,
         now=request_now(request),
         public_base_url=link_base(request),
+        # A request that answers the last message's calls continues that message (useChat appends to it).
+        ui_message_id=last.id if last.role == "assistant" else None,
     )
     turn_events = PendingTurn(prepared)
-    last = body.messages[-1]
-    # A request that answers the last message's calls continues that message (useChat appends to it).
-    message_id = last.id if last.role == "assistant" else f"msg_{prepared.run.run_id}"
-    decided = frozenset(d.call.id for d in prepared.request.decided)
-    encoder = UiStreamEncoder(message_id, client_tools=frozenset(t.name for t in tools), decided=decided)
+    encoder = UiStreamEncoder.of_run(prepared.run, frozenset(t.name for t in tools))
     return stream_run(ctx, encoder, turn_events.events(), turn=turn_events, headers=HEADERS)
 
 
@@ -180,6 +179,6 @@ async def ui_stream_resume(
     if run is None:
         return Response(status_code=204)
     events = await run_log_events(ctx.deps, run)
-    encoder = UiStreamEncoder(f"msg_{run.run_id}")
+    encoder = UiStreamEncoder.of_run(run)  # the client's tools: learnt from the run's events
     frames = resumed_frames(encoder, run, events, after)
     return stream_frames(ctx, frames, lambda f: encoder.sse(f.frame), ids=lambda f: f.id, headers=HEADERS)
