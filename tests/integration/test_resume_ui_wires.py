@@ -28,7 +28,8 @@ from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.llm.openai_client import OpenAiLlmClient
 from agent_core.store.memory_table import MemoryTable
-from agent_core.store.table import Condition, Item
+from agent_core.store.schema import SK
+from agent_core.store.table import Condition, Item, Key, Put, Update, WriteOp
 from tests.support.approvals import RecordingTool
 from tests.support.client_approvals import gate_writer
 from tests.support.fixtures import make_settings
@@ -60,14 +61,32 @@ def stub() -> Iterator[OpenAiStub]:
 
 
 class LogTable(MemoryTable):
-    """A memory table whose run-log writes (LOG# items) the test can make fail."""
+    """A memory table whose run-log writes (LOG# items) the test can make fail; it keeps each write call's
+    (operation, sort keys) in `writes`."""
 
     fail_log = False
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[tuple[str, tuple[str, ...]]] = []
+
     async def put(self, item: Item, condition: Condition | None = None) -> None:
+        self.writes.append(("put", (str(item[SK]),)))
         if self.fail_log and str(item.get("sk", "")).startswith("LOG#"):
             raise RuntimeError("the table refused the write")
         await super().put(item, condition)
+
+    async def update(self, key: Key, update: Update, condition: Condition | None = None) -> Item:
+        self.writes.append(("update", (str(key[SK]),)))
+        return await super().update(key, update, condition)
+
+    async def delete(self, key: Key, condition: Condition | None = None) -> None:
+        self.writes.append(("delete", (str(key[SK]),)))
+        await super().delete(key, condition)
+
+    async def transact(self, ops: list[WriteOp]) -> None:
+        self.writes.append(("transact", tuple(str(op.item[SK] if isinstance(op, Put) else op.key[SK]) for op in ops)))
+        await super().transact(ops)
 
 
 @pytest.fixture
@@ -441,3 +460,33 @@ async def test_an_approval_continuation_on_ag_ui_reconnects_byte_identical_at_ev
     kinds = [AG_UI_EVENT.validate_json(_data(m)).type for m in whole]
     assert kinds[:2] == ["RUN_STARTED", "TOOL_CALL_RESULT"] and "TOOL_CALL_START" not in kinds
     assert [t.executions for t in tools] == [["call_n"], []]
+
+
+ASIDE = ("LOG#", "USAGE", "BUDGET#")  # the event log's batches follow the stream's timing; the ledger is a job's
+
+
+def _turn_writes(table: LogTable, since: int) -> list[tuple[str, tuple[str, ...]]]:
+    """The table writes since `since`, the run's event log and usage ledger aside."""
+    return [(op, keys) for op, keys in table.writes[since:] if not all(k.startswith(ASIDE) for k in keys)]
+
+
+async def test_a_client_tool_call_costs_no_wait_item_write(
+    instances: tuple[str, str], stub: OpenAiStub, client: httpx.AsyncClient, table: LogTable
+) -> None:
+    # The client answers its tool with its next request, never POST /api/ap/submit: nothing waits on a WAIT item
+    a, _ = instances
+    stub.enqueue(StubScript.text("Hello."))
+    start = len(table.writes)
+    assert await Stream().start(client, "POST", f"{a}/api/ui-stream", json=_ui_body("chat-w1", "hi")).done()
+    plain = _turn_writes(table, start)
+    call = StubScript.tool_calls([{"id": "call_c", "name": "pick_color", "arguments": {"palette": "warm"}}])
+    stub.enqueue(call)
+    tools = [{"name": "pick_color", "description": "Ask the user for a color", "parameters": {"type": "object"}}]
+    start = len(table.writes)
+    body = _ui_body("chat-w2", "pick a color", tools=tools)
+    handed = await Stream().start(client, "POST", f"{a}/api/ui-stream", json=body).done()
+    assert '"type":"tool-input-available"' in handed[-3] and '"finishReason":"tool-calls"' in handed[-2]
+    client_turn = _turn_writes(table, start)
+    # Then the turn writes what a plain turn writes (the chat, the turn's start, its end), no WAIT item
+    assert not any(k.startswith("WAIT#") for _, keys in client_turn for k in keys), client_turn
+    assert [op for op, _ in client_turn] == [op for op, _ in plain] == ["put", "transact", "transact"]
