@@ -15,9 +15,12 @@ from agent_core.api.app import build_app
 from agent_core.api.routes.submit import answer_approval, answer_params
 from agent_core.context import build_context
 from agent_core.domain.models import Wait, WaitKind, WaitStatus
+from agent_core.errors import Conflict
 from agent_core.store.memory_table import MemoryTable
 from agent_core.store.table import Table
 from agent_core.store.wait_table import WaitTable
+from agent_core.wires.approval_answers import approval_request_id, decide
+from agent_core.wires.input import ApprovalAnswer
 from tests.support.approvals import BIG_NOTES, approval_context, decision, run_writer
 from tests.support.fake_llm import Reply, ScriptedLlm
 from tests.support.fixtures import make_settings
@@ -350,3 +353,22 @@ async def test_a_decision_is_taken_back_only_by_the_request_that_made_it(any_tab
     assert not await waits.undecide_wait("r1", "t1", mine)
     assert await waits.decide_wait("r1", "t1", decision(False))
     assert not await waits.decide_wait("r1", "t1", decision(True))
+
+
+async def test_a_request_refused_for_one_approval_takes_back_the_others_it_decided(any_table: Table) -> None:
+    # Given two approvals a request answers, the second already decided elsewhere (POST /api/ap/submit)
+    waits = WaitTable(any_table)
+    found = []
+    for tool_id in ("t1", "t2"):
+        wait = Wait(run_id="r1", tool_id=tool_id, user_id="u", kind=WaitKind.APPROVAL, expires_at=int(time.time()) + 60)
+        await waits.create_wait(wait)
+        found.append((ApprovalAnswer(approval_request_id("r1", tool_id), True), wait))
+    assert await waits.decide_wait("r1", "t2", decision(False))
+    # When the request decides them: 409 for the second
+    with pytest.raises(Conflict) as refused:
+        await decide(waits, "u", found)
+    assert refused.value.code == "approval_already_decided"
+    # Then the first, decided by this refused request, waits again; the second keeps its decision
+    first, second = await waits.get_wait("r1", "t1"), await waits.get_wait("r1", "t2")
+    assert first is not None and first.status == WaitStatus.WAITING and first.approved is None
+    assert second is not None and second.status == WaitStatus.SUBMITTED and second.approved is False
