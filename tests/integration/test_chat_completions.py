@@ -239,6 +239,32 @@ def test_refused_parameters_are_bad_requests(
     assert openai_stub.requests == [], "rejected before any model call"
 
 
+def test_a_tool_gated_only_for_some_arguments_is_offered_and_a_call_needing_approval_does_not_run(
+    client: openai.OpenAI, openai_stub: OpenAiStub, context: AppContext
+) -> None:
+    # Given the deployment's rule: `time` asks a person only for Antarctica/Troll
+    from agent_core.domain.approval import parse_policy
+
+    rule = parse_policy({"when": {"arg": "timezone", "equals": "Antarctica/Troll"}})
+    context.deps.tools.approvals["time"] = [rule]
+    openai_stub.enqueue(
+        StubScript.tool_calls(
+            [
+                {"id": "call_troll", "name": "time", "arguments": {"timezone": "Antarctica/Troll"}},
+                {"id": "call_tokyo", "name": "time", "arguments": {"timezone": "Asia/Tokyo"}},
+            ]
+        ),
+        StubScript.text("Tokyo only."),
+    )
+    # When a Chat Completions request offers the agent (nobody here could answer an approval)
+    done = client.chat.completions.create(model="main-agent", messages=[{"role": "user", "content": "clocks?"}])
+    # Then it runs: the call that would need approval did not run and the model read why, naming where it can
+    assert done.choices[0].message.content == "Tokyo only."
+    results = {m["tool_call_id"]: m["content"] for m in openai_stub.requests[-1]["messages"] if m["role"] == "tool"}
+    assert "needs approval" in results["call_troll"] and "/api/ap/query" in results["call_troll"]
+    assert "Asia/Tokyo" in results["call_tokyo"] and "needs approval" not in results["call_tokyo"]
+
+
 def test_oversized_message_is_413(client: openai.OpenAI, openai_stub: OpenAiStub, context: AppContext) -> None:
     big = "x" * (context.settings.max_message_bytes + 1)
     with pytest.raises(openai.APIStatusError) as error:

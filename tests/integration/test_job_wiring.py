@@ -54,7 +54,9 @@ async def test_the_in_process_queue_and_the_worker_run_the_same_map() -> None:
     await ctx.background.join()
     event = {"Records": [sqs_record(dump_job(queued), "m-1", QUEUE_ARN)]}
     assert await process_batch(event, ctx.jobs) == {"batchItemFailures": []}
-    assert ran == [("compact", local), ("compact", queued)]
+    # (a job sent while another test's tracer provider is installed carries its trace context: not compared)
+    untraced = [(kind, job.model_copy(update={"traceparent": "", "tracestate": ""})) for kind, job in ran]
+    assert untraced == [("compact", local), ("compact", queued)]
 
 
 async def test_a_job_without_a_handler_fails_so_it_is_redelivered_never_dropped() -> None:

@@ -227,6 +227,11 @@ class ApprovalPolicy:
         """Whether the policy may ever ask (anything but `never`)."""
         return self.spec != "never"
 
+    @property
+    def always(self) -> bool:
+        """Whether every call asks (`always`), whatever its arguments."""
+        return self.spec == "always"
+
 
 _SPEC: TypeAdapter[PolicySpec] = TypeAdapter(PolicySpec)
 
@@ -295,6 +300,9 @@ def _host_listed(value: Any, hosts: list[str]) -> bool:
 for _model in (AllOf, AnyOf, Not, ConditionalApproval):
     _model.model_rebuild()
 
+
+# The wires where a person can answer an approval (named when a wire that cannot ask refuses).
+APPROVAL_WIRES = "the native stream (/api/ap/query), /v1/responses with store: true, /api/ui-stream or /api/ag-ui"
 
 Outcome = Literal["approved", "denied", "timeout", "cancelled", "unavailable"]
 

@@ -20,7 +20,7 @@ from agent_core.store.base import WaitStore
 # A cancelled wait is not an answer: the cancel that closed it ends the run (its watch cancels the waiting call).
 DECIDED = (WaitStatus.SUBMITTED, WaitStatus.EXPIRED)
 
-ApprovalMode = Literal["wait", "hand_over"]
+ApprovalMode = Literal["wait", "hand_over", "refuse"]
 
 
 @dataclass(frozen=True)

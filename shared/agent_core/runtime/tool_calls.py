@@ -96,7 +96,7 @@ class ToolCalls:
             if kinds.get(call.name) == "frontend" and not handed:
                 await self.bridge.open_wait(call.id, settings.frontend_submit_timeout_ms)
             asked = self.toolset.service.approval_reason(call)
-            if asked is None or (hand_over and not handed):
+            if asked is None or (hand_over and not handed) or self.turn.request.approvals == "refuse":
                 yield end
                 continue
             args = json.loads(call.arguments or "{}")  # valid: a call with invalid arguments asks nobody

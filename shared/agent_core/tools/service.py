@@ -14,7 +14,7 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from pydantic import ValidationError
 
 from agent_core.config import Settings
-from agent_core.domain.approval import ApprovalOutcome, ApprovalPolicy, parse_policy, strictest
+from agent_core.domain.approval import APPROVAL_WIRES, ApprovalOutcome, ApprovalPolicy, parse_policy, strictest
 from agent_core.domain.models import ToolCall, ToolStatus
 from agent_core.observability import NAMESPACE, logger, write_audit_line
 from agent_core.tools.base import Tool, ToolContext, ToolFailure
@@ -94,6 +94,10 @@ class ToolService:
         """Whether some call of this tool may wait for approval (a policy other than `never`)."""
         return any(policy.gated for policy in self.approvals.get(name, []))
 
+    def always_gated(self, name: str) -> bool:
+        """Whether every call of this tool waits for approval (an `always` policy)."""
+        return any(policy.always for policy in self.approvals.get(name, []))
+
     def approval_reason(self, call: ToolCall) -> str | None:
         """Why this call needs a person's approval before it runs, or None: it runs (or is refused) without.
 
@@ -167,7 +171,7 @@ class ToolService:
         if outcome.decision == "timeout":
             message = f"nobody approved this call within {timeout_ms} ms; it did not run"
             return ToolExecution(call, ToolStatus.TIMEOUT, "approval_timeout", message=message, approval=outcome)
-        message = f"this call needs approval ({asked}), which cannot be given here; it did not run"
+        message = f"this call needs approval ({asked}), which cannot be given here ({APPROVAL_WIRES}); it did not run"
         return ToolExecution(call, ToolStatus.DENIED, f"approval_{outcome.decision}", message=message, approval=outcome)
 
     async def _governed(

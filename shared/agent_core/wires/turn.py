@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from agent_core.container import RunDeps
+from agent_core.domain.approval import APPROVAL_WIRES
 from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
 from agent_core.domain.models import Chat, Message, Role
 from agent_core.domain.text import chat_name, validate_message
@@ -147,9 +148,6 @@ async def screen_input(plan: TurnPlan) -> None:
                     part["text"] = await screen(part["text"])
 
 
-APPROVAL_WIRES = "the native stream (/api/ap/query), /v1/responses with store: true, /api/ui-stream or /api/ag-ui"
-
-
 def gated_tools(agent: AgentDefinition, service: ToolService) -> list[str]:
     """The agent's tools an approval policy may gate (its own `approval`/`approvals`, AGENT_TOOL_APPROVAL)."""
     own = agent.approval_policies()
@@ -158,8 +156,14 @@ def gated_tools(agent: AgentDefinition, service: ToolService) -> list[str]:
 
 def refuse_approvals(agent: AgentDefinition, service: ToolService, wire: str, param: str = "model") -> None:
     """A wire that cannot ask a person (Chat Completions, store:false, the stateless chain stream) refuses an
-    agent with gated tools it would offer: `approval_unsupported` naming the wires that can, before any work."""
-    gated = gated_tools(agent, service)
+    agent with a tool every call of which needs approval (`always`): `approval_unsupported` naming the wires
+    that can, before any work. A tool whose policy asks only for some arguments (`when`) is offered: its turn
+    runs with approvals `refuse`, where a call that would need approval does not run and the model reads why
+    (`approval_unavailable`, naming these wires)."""
+    own = agent.approval_policies()
+    gated = [
+        name for name in gated_tools(agent, service) if (name in own and own[name].always) or service.always_gated(name)
+    ]
     if gated:
         raise InvalidRequest(
             f"agent {agent.key!r} has tools that need a person's approval ({', '.join(gated)}), which {wire} "

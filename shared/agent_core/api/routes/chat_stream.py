@@ -94,12 +94,13 @@ async def chain_stream(
     agent = ctx.deps.agents.get(body.agent_name, param="agentName")
     # Nothing is stored here, so a frontend tool's submit could never match: none is offered.
     agent = chain_agent(agent.model_copy(update=without_frontend_tools(agent, ctx.deps.tools.registry)), body)
-    # Nor could an approval's answer: an agent with gated tools is refused (400 approval_unsupported).
+    # Nor could an approval's answer: an agent with a tool that always asks is refused (approval_unsupported);
+    # a call that a conditional policy would put to a person does not run (approval_unavailable).
     refuse_approvals(agent, ctx.deps.tools, "the stateless /api/chat/stream", param="agentName")
     deps = ephemeral_deps(ctx.deps, agent)
     history = [(Role(m.role.upper()), m.content) for m in body.messages[:-1]]
     chat = await seed_chat(deps.chats, user, agent.key, history)
-    request = TurnRequest(user_id=user, chat_id=chat.chat_id, message=body.messages[-1].content)
+    request = TurnRequest(user_id=user, chat_id=chat.chat_id, message=body.messages[-1].content, approvals="refuse")
     prepared = await prepare_turn(deps, request)
     assert isinstance(prepared, PreparedTurn)
     return stream_run(ctx, NativeEncoder(), TurnRunner(prepared).events())

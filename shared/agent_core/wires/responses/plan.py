@@ -166,6 +166,7 @@ async def plan_response(
     await screen_input(turn)
     if not body.stored and body.tool_choice != "none":
         refuse_approvals(turn.agent, turn.deps.tools, "Chat Completions or a Responses request with store: false")
+        turn.approvals = "refuse"  # a call that would need approval does not run (the model reads why)
     if body.stored:  # a call that needs approval ends the Response with an mcp_approval_request
         turn.approvals = "hand_over"
     fields = {f.name: getattr(turn, f.name) for f in dataclasses.fields(TurnPlan)}
