@@ -28,7 +28,10 @@ from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.llm.openai_client import OpenAiLlmClient
 from agent_core.store.memory_table import MemoryTable
-from agent_core.store.table import Condition, Item
+from agent_core.store.schema import SK
+from agent_core.store.table import Condition, Item, Key, Put, Update, WriteOp
+from tests.support.approvals import RecordingTool
+from tests.support.client_approvals import gate_writer
 from tests.support.fixtures import make_settings
 from tests.support.openai_stub import OpenAiStub, StubScript
 from tests.support.server import serve
@@ -58,14 +61,32 @@ def stub() -> Iterator[OpenAiStub]:
 
 
 class LogTable(MemoryTable):
-    """A memory table whose run-log writes (LOG# items) the test can make fail."""
+    """A memory table whose run-log writes (LOG# items) the test can make fail; it keeps each write call's
+    (operation, sort keys) in `writes`."""
 
     fail_log = False
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[tuple[str, tuple[str, ...]]] = []
+
     async def put(self, item: Item, condition: Condition | None = None) -> None:
+        self.writes.append(("put", (str(item[SK]),)))
         if self.fail_log and str(item.get("sk", "")).startswith("LOG#"):
             raise RuntimeError("the table refused the write")
         await super().put(item, condition)
+
+    async def update(self, key: Key, update: Update, condition: Condition | None = None) -> Item:
+        self.writes.append(("update", (str(key[SK]),)))
+        return await super().update(key, update, condition)
+
+    async def delete(self, key: Key, condition: Condition | None = None) -> None:
+        self.writes.append(("delete", (str(key[SK]),)))
+        await super().delete(key, condition)
+
+    async def transact(self, ops: list[WriteOp]) -> None:
+        self.writes.append(("transact", tuple(str(op.item[SK] if isinstance(op, Put) else op.key[SK]) for op in ops)))
+        await super().transact(ops)
 
 
 @pytest.fixture
@@ -334,3 +355,138 @@ async def test_the_ai_sdk_reconnects_to_a_cut_stream_and_reads_the_whole_message
     # And once the run is over the SDK is told there is nothing to resume (null: 204)
     again = subprocess.run([*command, "--after"], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(again.stdout.splitlines()[-1]) == {"stream": None}
+
+
+NOTE = {"path": "notes/today.md", "content": "buy milk"}
+
+
+@pytest.fixture
+def gated(stub: OpenAiStub, table: LogTable) -> Iterator[tuple[str, str, list[RecordingTool]]]:
+    """Two instances over one table whose default agent's `write_note` needs approval (each its own tool)."""
+    contexts = [_context(table, stub), _context(table, stub)]
+    tools = [gate_writer(context, []) for context in contexts]
+    with (
+        serve(build_app(*routes.local, context=contexts[0])) as a,
+        serve(build_app(*routes.local, context=contexts[1])) as b,
+    ):
+        yield a, b, tools
+
+
+async def _assert_resumes_identical(
+    live: Stream, resumes: list[Stream], seen: list[str], hold: threading.Event
+) -> list[str]:
+    await _until(lambda: all(r.status for r in resumes), "every resume answered")
+    hold.set()
+    whole = await live.done()
+    for cut, resume in enumerate(resumes):
+        assert resume.status == 200
+        assert seen[:cut] + await resume.done() == whole, f"cut after {cut} messages"
+    return whole
+
+
+async def test_an_approval_continuation_on_the_ui_stream_resumes_byte_identical_at_every_cut(
+    gated: tuple[str, str, list[RecordingTool]], stub: OpenAiStub, client: httpx.AsyncClient
+) -> None:
+    a, b, tools = gated
+    # Given a run that asked for an approval (the message's id and the request's id from its stream)
+    stub.enqueue(StubScript.tool_calls([{"id": "call_n", "name": "write_note", "arguments": NOTE}]))
+    asking = Stream().start(client, "POST", f"{a}/api/ui-stream", json=_ui_body("chat-ap", "Write my note"))
+    asked = [json.loads(_data(m)) for m in (await asking.done())[:-1]]
+    message_id = asked[0]["messageId"]
+    [request] = [c for c in asked if c["type"] == "tool-approval-request"]
+    # When the approval continues the message on instance A, the model held mid-answer
+    hold = threading.Event()
+    _held_answer(stub, hold, tool=False)
+    part = {
+        "type": "dynamic-tool",
+        "toolName": "write_note",
+        "toolCallId": "call_n",
+        "state": "approval-responded",
+        "input": NOTE,
+        "approval": {"id": request["approvalId"], "approved": True},
+    }
+    answered = {"id": message_id, "role": "assistant", "parts": [part]}
+    question = _ui_body("chat-ap", "Write my note")["messages"][0]
+    body = {"id": "chat-ap", "messages": [question, answered], "trigger": "submit-message"}
+    live = Stream().start(client, "POST", f"{a}/api/ui-stream", json=body)
+    await live.until('"delta":"ten "')
+    seen = list(live.messages)
+    # And it is resumed on instance B from the start and after each message received so far
+    url = f"{b}/api/ui-stream/chat-ap/stream"
+    resumes = [Stream().start(client, "GET", url)]
+    resumes += [Stream().start(client, "GET", url, headers={"Last-Event-ID": _id(m)}) for m in seen]
+    # Then each joined to what came before the cut is the uncut continuation, byte for byte: the same message
+    # goes on, the decided call's start is not sent again (only its output)
+    whole = await _assert_resumes_identical(live, resumes, seen, hold)
+    chunks = [json.loads(_data(m)) for m in whole[:-1]]
+    assert chunks[0] == {"type": "start", "messageId": message_id}
+    assert [c["type"] for c in chunks[1:2]] == ["tool-output-available"]
+    assert not any(c["type"] == "tool-input-start" for c in chunks)
+    assert [t.executions for t in tools] == [["call_n"], []]  # once, on the instance that ran it
+
+
+async def test_an_approval_continuation_on_ag_ui_reconnects_byte_identical_at_every_cut(
+    gated: tuple[str, str, list[RecordingTool]], stub: OpenAiStub, client: httpx.AsyncClient
+) -> None:
+    a, b, tools = gated
+    approve_tool = {"name": "approve_tool_call", "description": "Ask to approve", "parameters": {"type": "object"}}
+    # Given an AG-UI run that asked for an approval (a call of approve_tool_call)
+    stub.enqueue(StubScript.tool_calls([{"id": "call_n", "name": "write_note", "arguments": NOTE}]))
+    first = {**_ag_ui_body("thread-ap", "run-1", "Write my note"), "tools": [approve_tool]}
+    asking = Stream().start(client, "POST", f"{a}/api/ag-ui", json=first)
+    events = [AG_UI_EVENT.validate_json(_data(m)) for m in await asking.done()]
+    starts = [e for e in events if e.type == "TOOL_CALL_START"]
+    [approval_id] = [e.tool_call_id for e in starts if e.tool_call_name == "approve_tool_call"]
+    # When its answer starts the next run on instance A, the model held mid-answer
+    hold = threading.Event()
+    _held_answer(stub, hold, tool=False)
+    call = {"id": approval_id, "type": "function", "function": {"name": "approve_tool_call", "arguments": "{}"}}
+    messages = [
+        *first["messages"],
+        {"id": "a1", "role": "assistant", "toolCalls": [call]},
+        {"id": "t1", "role": "tool", "toolCallId": approval_id, "content": '{"approve": true}'},
+    ]
+    body = {**first, "runId": "run-2", "messages": messages}
+    live = Stream().start(client, "POST", f"{a}/api/ag-ui", json=body)
+    await live.until('"delta":"ten "')
+    seen = list(live.messages)
+    # And the client reconnects to instance B (the same body) from the start and after each event it got
+    resumes = [Stream().start(client, "POST", f"{b}/api/ag-ui", json=body)]
+    resumes += [
+        Stream().start(client, "POST", f"{b}/api/ag-ui", json=body, headers={"Last-Event-ID": _id(m)}) for m in seen
+    ]
+    # Then each is the uncut run, byte for byte: the decided call's result, never its start again
+    whole = await _assert_resumes_identical(live, resumes, seen, hold)
+    kinds = [AG_UI_EVENT.validate_json(_data(m)).type for m in whole]
+    assert kinds[:2] == ["RUN_STARTED", "TOOL_CALL_RESULT"] and "TOOL_CALL_START" not in kinds
+    assert [t.executions for t in tools] == [["call_n"], []]
+
+
+ASIDE = ("LOG#", "USAGE", "BUDGET#")  # the event log's batches follow the stream's timing; the ledger is a job's
+
+
+def _turn_writes(table: LogTable, since: int) -> list[tuple[str, tuple[str, ...]]]:
+    """The table writes since `since`, the run's event log and usage ledger aside."""
+    return [(op, keys) for op, keys in table.writes[since:] if not all(k.startswith(ASIDE) for k in keys)]
+
+
+async def test_a_client_tool_call_costs_no_wait_item_write(
+    instances: tuple[str, str], stub: OpenAiStub, client: httpx.AsyncClient, table: LogTable
+) -> None:
+    # The client answers its tool with its next request, never POST /api/ap/submit: nothing waits on a WAIT item
+    a, _ = instances
+    stub.enqueue(StubScript.text("Hello."))
+    start = len(table.writes)
+    assert await Stream().start(client, "POST", f"{a}/api/ui-stream", json=_ui_body("chat-w1", "hi")).done()
+    plain = _turn_writes(table, start)
+    call = StubScript.tool_calls([{"id": "call_c", "name": "pick_color", "arguments": {"palette": "warm"}}])
+    stub.enqueue(call)
+    tools = [{"name": "pick_color", "description": "Ask the user for a color", "parameters": {"type": "object"}}]
+    start = len(table.writes)
+    body = _ui_body("chat-w2", "pick a color", tools=tools)
+    handed = await Stream().start(client, "POST", f"{a}/api/ui-stream", json=body).done()
+    assert '"type":"tool-input-available"' in handed[-3] and '"finishReason":"tool-calls"' in handed[-2]
+    client_turn = _turn_writes(table, start)
+    # Then the turn writes what a plain turn writes (the chat, the turn's start, its end), no WAIT item
+    assert not any(k.startswith("WAIT#") for _, keys in client_turn for k in keys), client_turn
+    assert [op for op, _ in client_turn] == [op for op, _ in plain] == ["put", "transact", "transact"]

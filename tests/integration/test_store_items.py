@@ -88,6 +88,17 @@ FAILED = Run(
     error_message="the model failed",
     snapshot=[],
 )
+# An approval continuation on the UI stream: the message it goes on and the calls its request decided
+CONTINUING = Run(
+    run_id="r4",
+    chat_id="c1",
+    user_id="u1",
+    request_id="q4",
+    started_at=5,
+    client_run_id="run-2",
+    ui_message_id="msg_r0",
+    decided_call_ids=["t1", "t2"],
+)
 POINTER = RunPointer(run_id="r1", chat_id="c1", user_id="u1")
 WAITING = Wait(run_id="r1", tool_id="t1", user_id="u1", expires_at=50)
 SUBMITTED = Wait(
@@ -152,6 +163,7 @@ KINDS: dict[str, tuple[Any, Item, Callable[[Item], Any]]] = {
     "running run": (RUNNING.model_copy(update={"lease_at": None}), it.run_to_item(RUNNING), it.run_from_item),
     "ended run": (ENDED, it.run_to_item(ENDED), it.run_from_item),
     "failed run": (FAILED, it.run_to_item(FAILED), it.run_from_item),
+    "continuing run": (CONTINUING, it.run_to_item(CONTINUING), it.run_from_item),
     "run pointer": (POINTER, it.pointer_to_item(POINTER, 99), it.pointer_from_item),
     "wait": (WAITING, it.wait_to_item(WAITING), it.wait_from_item),
     "submitted wait": (SUBMITTED, it.wait_to_item(SUBMITTED), it.wait_from_item),
@@ -222,6 +234,22 @@ TODAY: dict[str, Item] = {
         "model": "",
         "usage": '{"prompt_tokens":0,"completion_tokens":0,"cache_read_tokens":0,"cache_write_tokens":0}',
         "startedAt": 5,
+    },
+    "continuing run": {
+        "pk": "CHAT#c1",
+        "sk": "RUN#r4",
+        "runId": "r4",
+        "userId": "u1",
+        "requestId": "q4",
+        "status": "running",
+        "agentKey": "main-agent",
+        "agentVersion": "",
+        "model": "",
+        "usage": '{"prompt_tokens":0,"completion_tokens":0,"cache_read_tokens":0,"cache_write_tokens":0}',
+        "startedAt": 5,
+        "clientRunId": "run-2",
+        "uiMessageId": "msg_r0",
+        "decidedCallIds": ["t1", "t2"],
     },
     "chat": {
         "pk": "CHAT#c1",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import httpx
@@ -13,9 +14,13 @@ from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.api.routes.submit import answer_approval, answer_params
 from agent_core.context import build_context
-from agent_core.domain.models import WaitKind, WaitStatus
+from agent_core.domain.models import Wait, WaitKind, WaitStatus
+from agent_core.errors import Conflict
 from agent_core.store.memory_table import MemoryTable
 from agent_core.store.table import Table
+from agent_core.store.wait_table import WaitTable
+from agent_core.wires.approval_answers import approval_request_id, decide
+from agent_core.wires.input import ApprovalAnswer
 from tests.support.approvals import BIG_NOTES, approval_context, decision, run_writer
 from tests.support.fake_llm import Reply, ScriptedLlm
 from tests.support.fixtures import make_settings
@@ -322,3 +327,48 @@ def test_the_stateless_chain_stream_refuses_an_agent_with_gated_tools_before_any
     assert (error["code"], error["param"]) == ("approval_unsupported", "agentName")
     assert "time" in error["message"] and "/api/ap/query" in error["message"]
     assert llm.requests == []
+
+
+async def test_a_decision_is_taken_back_only_by_the_request_that_made_it(any_table: Table) -> None:
+    # Given a waiting approval, decided by one request (its person, time and answer)
+    waits = WaitTable(any_table)
+    asked = Wait(run_id="r1", tool_id="t1", user_id="u", kind=WaitKind.APPROVAL, expires_at=int(time.time()) + 600)
+    await waits.create_wait(asked.model_copy(update={"tool_name": "write_note", "args": {"a": 1}, "reason": "why"}))
+    mine = decision(True, reason="ok")
+    assert await waits.decide_wait("r1", "t1", mine)
+    # When another decision (another time, another answer) is taken back, nothing changes
+    other_time = mine.model_copy(update={"at_ms": mine.at_ms + 1})
+    other_answer = mine.model_copy(update={"approved": False})
+    assert not await waits.undecide_wait("r1", "t1", other_time)
+    assert not await waits.undecide_wait("r1", "t1", other_answer)
+    decided = await waits.get_wait("r1", "t1")
+    assert decided is not None and decided.status == WaitStatus.SUBMITTED and decided.approved is True
+    # When the request that decided it takes it back (its turn never opened), it waits again, as it was asked
+    assert await waits.undecide_wait("r1", "t1", mine)
+    again = await waits.get_wait("r1", "t1")
+    assert again is not None and again.status == WaitStatus.WAITING
+    assert (again.approved, again.decided_by, again.decided_at, again.decision_reason) == (None, "", 0, "")
+    assert (again.tool_name, again.args, again.reason) == ("write_note", {"a": 1}, "why")
+    # And it is decided once more, once; taking back twice does nothing
+    assert not await waits.undecide_wait("r1", "t1", mine)
+    assert await waits.decide_wait("r1", "t1", decision(False))
+    assert not await waits.decide_wait("r1", "t1", decision(True))
+
+
+async def test_a_request_refused_for_one_approval_takes_back_the_others_it_decided(any_table: Table) -> None:
+    # Given two approvals a request answers, the second already decided elsewhere (POST /api/ap/submit)
+    waits = WaitTable(any_table)
+    found = []
+    for tool_id in ("t1", "t2"):
+        wait = Wait(run_id="r1", tool_id=tool_id, user_id="u", kind=WaitKind.APPROVAL, expires_at=int(time.time()) + 60)
+        await waits.create_wait(wait)
+        found.append((ApprovalAnswer(approval_request_id("r1", tool_id), True), wait))
+    assert await waits.decide_wait("r1", "t2", decision(False))
+    # When the request decides them: 409 for the second
+    with pytest.raises(Conflict) as refused:
+        await decide(waits, "u", found)
+    assert refused.value.code == "approval_already_decided"
+    # Then the first, decided by this refused request, waits again; the second keeps its decision
+    first, second = await waits.get_wait("r1", "t1"), await waits.get_wait("r1", "t2")
+    assert first is not None and first.status == WaitStatus.WAITING and first.approved is None
+    assert second is not None and second.status == WaitStatus.SUBMITTED and second.approved is False

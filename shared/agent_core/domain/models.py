@@ -141,6 +141,11 @@ class Run(Model):
     answered_by: str | None = None
     # The client's own id for the run (AG-UI's runId): a client reconnecting to the run names it.
     client_run_id: str | None = None
+    # What a UI wire's encoder of the run is made with, kept for a resume on any instance to make it again:
+    # the UI message the run continues (a request answering the last assistant message's calls; None: the
+    # run's own `msg_{runId}`) and the calls its request decided (their re-announced starts are not sent).
+    ui_message_id: str | None = None
+    decided_call_ids: list[str] = Field(default_factory=list)
     # The wall-clock ms its lease is taken at when the turn's "now" is overridden (X-Agent-Now): leases
     # and run pointers always run on the wall clock. Never stored.
     lease_at: int | None = Field(None, exclude=True)

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent_core.domain.approval import ApprovalOutcome, Outcome
-from agent_core.domain.models import ToolCall, WaitKind, WaitStatus
+from agent_core.domain.models import ApprovalDecision, ToolCall, WaitKind, WaitStatus
+from agent_core.observability import logger
 from agent_core.runtime.frontend import StoreFrontendBridge
+from agent_core.store.base import WaitStore
 
 # A cancelled wait is not an answer: the cancel that closed it ends the run (its watch cancels the waiting call).
 DECIDED = (WaitStatus.SUBMITTED, WaitStatus.EXPIRED)
@@ -27,6 +29,7 @@ class DecidedCall:
 
     call: ToolCall
     outcome: ApprovalOutcome
+    run_id: str = ""  # the run that handed the call over (its WAIT item's)
 
 
 class DecidedGate:
@@ -73,3 +76,22 @@ class RunWaits(StoreFrontendBridge):
             return ApprovalOutcome("timeout")
         decision: Outcome = "approved" if wait.approved is True else "denied"
         return ApprovalOutcome(decision, by=wait.decided_by, at_ms=wait.decided_at, reason=wait.decision_reason)
+
+
+async def undo(waits: WaitStore, decided: tuple[DecidedCall, ...]) -> None:
+    """The turn these decisions were taken for did not open (the chat's lease held by another run, any error
+    before the run started): the calls never ran, so each approval waits again, only while this request's
+    decision is the one it holds; the client's retry decides it anew. Best effort: one left decided is refused
+    as decided (409), as before."""
+    for done in decided:
+        outcome = done.outcome
+        decision = ApprovalDecision(
+            approved=outcome.decision == "approved", by=outcome.by, at_ms=outcome.at_ms, reason=outcome.reason
+        )
+        try:
+            await waits.undecide_wait(done.run_id, done.call.id, decision)
+        except Exception as exc:
+            logger.warning(
+                "an approval could not be taken back",
+                extra={"runId": done.run_id, "toolCallId": done.call.id, "error": type(exc).__name__},
+            )

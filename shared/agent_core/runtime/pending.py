@@ -18,6 +18,7 @@ from typing import Protocol, cast
 
 from agent_core.domain.events import RunCancel
 from agent_core.domain.models import RunStatus
+from agent_core.runtime.approvals import undo
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import DISCONNECTED, TurnRunner
 from agent_core.runtime.release import release_run
@@ -65,3 +66,4 @@ async def release_unstarted_turn(turn: PreparedTurn, reason: str) -> None:
     run = turn.run
     run.status, run.result = RunStatus.CANCELLED, None
     await release_run(turn.deps, run, RunCancel(reason=reason), turn.clock_ms(), turn.request.stored_message)
+    await undo(turn.deps.waits, turn.request.decided)  # the calls its request decided never ran: asked again

@@ -82,8 +82,10 @@ class ToolCalls:
         return ToolEnd(tool_id=call.id)
 
     async def end_calls(self, ends: list[tuple[ToolCall, Event]], *, handed: bool = False) -> AsyncIterator[Event]:
-        """Each call's end event; a frontend call's WAIT item is written before its end is sent, a call that
-        needs approval has its approval WAIT item written, then its end and its `tool.approval` sent.
+        """Each call's end event; a frontend call the run waits for has its WAIT item written before its end is
+        sent (a call `handed` to the caller has none: the run ends, the caller's next request brings its
+        output), a call that needs approval has its approval WAIT item written, then its end and its
+        `tool.approval` sent.
 
         With `hand_over` approvals only calls `handed` to the caller (the function loop's hand-over) ask: a path
         that runs its calls itself cannot end the run for an answer, so its call asks nobody (it is refused).
@@ -91,7 +93,7 @@ class ToolCalls:
         kinds, settings = self.toolset.kinds, self.turn.deps.settings
         hand_over = self.turn.request.approvals == "hand_over"
         for call, end in ends:
-            if kinds.get(call.name) == "frontend":
+            if kinds.get(call.name) == "frontend" and not handed:
                 await self.bridge.open_wait(call.id, settings.frontend_submit_timeout_ms)
             asked = self.toolset.service.approval_reason(call)
             if asked is None or (hand_over and not handed) or self.turn.request.approvals == "refuse":

@@ -62,6 +62,7 @@ class TurnRequest:
     # Calls handed over for approval and decided since (the continuation runs them first, as decided).
     decided: tuple[DecidedCall, ...] = ()
     client_run_id: str | None = None  # the client's own id for the run (Run.client_run_id)
+    ui_message_id: str | None = None  # the UI message the run continues (Run.ui_message_id)
 
     @property
     def stored_message(self) -> str | None:
@@ -200,6 +201,8 @@ async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admis
         started_at=at_ms,
         lease_at=now_ms() if req.now else None,  # the lease is on the wall clock whatever "now" says
         client_run_id=req.client_run_id,
+        ui_message_id=req.ui_message_id,
+        decided_call_ids=[decided.call.id for decided in req.decided],
     )
     user_message = None
     if not req.continuation:

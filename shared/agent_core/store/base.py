@@ -146,6 +146,11 @@ class WaitStore(Protocol):
         """Record an approval's decision: True only for the one answer that decided it (the user's, in time)."""
         ...
 
+    async def undecide_wait(self, run_id: str, tool_id: str, decision: ApprovalDecision) -> bool:
+        """Take back a decision whose turn never opened: waiting again, only while `decision` is the one recorded
+        (True when it was)."""
+        ...
+
     async def expire_wait(self, run_id: str, tool_id: str) -> bool:
         """A waiting call's time ran out: True when it was still waiting (no answer will now match)."""
         ...

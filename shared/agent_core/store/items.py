@@ -297,7 +297,7 @@ _RUN = Shape(
     Run,
     keyed=lambda item: {"chat_id": _strip("CHAT#")(item)},
     text=("usage", "result", "snapshot"),
-    sparse=("cancel_requested",),
+    sparse=("cancel_requested", "decided_call_ids"),  # `uiMessageId` too: written only when set (not None)
 )
 _POINTER = Shape(RunPointer, keyed=lambda item: {"run_id": _strip("RUN#")(item)})
 _WAIT = Shape(

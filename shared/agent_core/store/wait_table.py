@@ -65,6 +65,25 @@ class WaitTable(TableRole, WaitStore):
             return False
         return True
 
+    async def undecide_wait(self, run_id: str, tool_id: str, decision: ApprovalDecision) -> bool:
+        """Put a decided approval back to waiting, only while `decision` is the one it holds (its person, time
+        and answer): the turn it was taken for never opened, so the call never ran."""
+        condition = Condition.of(
+            eq("status", WaitStatus.SUBMITTED.value),
+            eq("kind", WaitKind.APPROVAL.value),
+            eq("decidedBy", decision.by),
+            eq("decidedAt", decision.at_ms),
+            eq("approved", decision.approved),
+        )
+        waiting = Update(
+            set={"status": WaitStatus.WAITING.value}, remove=("approved", "decidedBy", "decidedAt", "decisionReason")
+        )
+        try:
+            await self.table.update(it.wait_key(run_id, tool_id), waiting, condition)
+        except ConditionFailed:
+            return False
+        return True
+
     async def expire_wait(self, run_id: str, tool_id: str) -> bool:
         """The run's time for an answer ran out: a waiting call becomes expired (False: it was answered first)."""
         expired = Update(set={"status": WaitStatus.EXPIRED.value})

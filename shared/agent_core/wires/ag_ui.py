@@ -40,6 +40,7 @@ from agent_core.domain.events import (
     ToolResult,
     ToolStart,
 )
+from agent_core.domain.models import Run
 from agent_core.runtime.envelope import Envelope
 from agent_core.wires.approval_answers import approval_request_id
 from agent_core.wires.encoder import OpenCall, SseData, Terminal, WireEncoderBase
@@ -79,6 +80,12 @@ class AgUiEncoder(WireEncoderBase[ag.BaseEvent]):
         self.thread_id, self.run_id = thread_id, run_id
         self.client_tools = client_tools
         self._decided = decided  # calls of an earlier run whose approval this run's input decided
+
+    @classmethod
+    def of_run(cls, thread_id: str, run_id: str, run: Run, client_tools: frozenset[str] = frozenset()) -> AgUiEncoder:
+        """The encoder of `run` (the client's `run_id` for it), from what its RUN item keeps (the live stream's
+        and every reconnect's alike): the calls its input decided."""
+        return cls(thread_id, run_id, client_tools=client_tools, decided=frozenset(run.decided_call_ids))
 
     def opening(self) -> list[ag.BaseEvent]:
         return [ag.RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id)]

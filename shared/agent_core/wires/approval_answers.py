@@ -6,19 +6,22 @@ its caller (`TurnRequest.approvals == "hand_over"`): the Responses API (`mcp_app
 The request's id names the run that asked and the call (`approval_request_id`); each answer consumes the WAIT
 item that run left (`find` reads them, `decide` consumes each by its conditional update right before the turn
 opens, as `POST /api/ap/submit {approve}` does), so an approval request is decided once: a replayed or
-concurrent request finds it decided and is refused (409) before any work. The decided calls run first in the
-continuation (`TurnRequest.decided`).
+concurrent request finds it decided and is refused (409) before any work. A turn that then does not open
+(409 `run_in_progress`, any error before its run starts) takes its decisions back (`runtime/approvals.undo`):
+the approval waits again for the client's retry. The decided calls run first in the continuation
+(`TurnRequest.decided`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from agent_core.domain.approval import ApprovalOutcome
 from agent_core.domain.ids import now_ms
 from agent_core.domain.models import ApprovalDecision, ToolCall, Wait, WaitKind, WaitStatus
 from agent_core.errors import Conflict, InvalidRequest
-from agent_core.runtime.approvals import DecidedCall
+from agent_core.runtime.approvals import DecidedCall, undo
 from agent_core.store.base import TurnStore, WaitStore
 from agent_core.wires.input import ApprovalAnswer
 
@@ -73,18 +76,19 @@ async def find(waits: WaitStore, turns: TurnStore, user_id: str, chat_id: str, a
 
 async def decide(waits: WaitStore, user_id: str, found: Found) -> tuple[DecidedCall, ...]:
     """Consume each approval (its WAIT item's conditional update): the calls to run, or 409 when one was decided
-    (or expired) before. Done right before the turn opens: a create planned twice (a background response, a
-    retried create) consumes once."""
+    (or expired) before (those this request decided are then taken back: `undo`). Done right before the turn
+    opens: a create planned twice (a background response, a retried create) consumes once."""
     decided: list[DecidedCall] = []
     for answer, wait in found:
         decision = ApprovalDecision(approved=answer.approve, by=user_id, at_ms=now_ms(), reason=answer.reason)
         if not await waits.decide_wait(wait.run_id, wait.tool_id, decision):
+            await asyncio.shield(undo(waits, tuple(decided)))
             raise await _refused(waits, wait, answer.request_id)
         call = ToolCall(id=wait.tool_id, name=wait.tool_name, arguments=json.dumps(wait.args, ensure_ascii=False))
         outcome = ApprovalOutcome(
             "approved" if answer.approve else "denied", wait.reason, user_id, decision.at_ms, answer.reason
         )
-        decided.append(DecidedCall(call, outcome))
+        decided.append(DecidedCall(call, outcome, wait.run_id))
     return tuple(decided)
 
 

@@ -22,7 +22,7 @@ from agent_core.domain.text import chat_name, validate_message
 from agent_core.errors import AgentError, InvalidRequest, RunInProgress
 from agent_core.memory.calendar import to_ms
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
-from agent_core.runtime.approvals import ApprovalMode, DecidedCall
+from agent_core.runtime.approvals import ApprovalMode, DecidedCall, undo
 from agent_core.runtime.ephemeral import ephemeral_deps
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn, turn_model, turn_zone
 from agent_core.tools.service import ToolService
@@ -50,6 +50,7 @@ class TurnPlan:
     decided: tuple[DecidedCall, ...] = ()  # approvals the request decided (`wires/responses/approvals.py`)
     client_run_id: str | None = None  # the client's own id for the run (AG-UI's runId)
     admission: Admission | None = None  # the turn's budget, reserved before the wire writes anything (`admit`)
+    ui_message_id: str | None = None  # the UI message the run continues (the UI stream's answered message)
 
 
 async def admit(plan: TurnPlan) -> Admission:
@@ -208,8 +209,17 @@ async def open_turn(plan: TurnPlan) -> PreparedTurn:
     """Write the input's history into the chat and take the chat's lease with the turn's first message.
 
     A turn continued only by function outputs writes them as history and stores no USER message: the
-    model is called with the outputs last (`TurnRequest.continuation`).
+    model is called with the outputs last (`TurnRequest.continuation`). A turn that does not open takes back
+    the approvals its request decided (`runtime/approvals.undo`): their calls never ran.
     """
+    try:
+        return await _open(plan)
+    except BaseException:
+        await asyncio.shield(undo(plan.deps.waits, plan.decided))
+        raise
+
+
+async def _open(plan: TurnPlan) -> PreparedTurn:
     deps = plan.deps
     prior, trigger = plan.parsed.split()
     continuation = trigger is None or trigger.role != Role.USER
@@ -271,6 +281,7 @@ async def _write_input(plan: TurnPlan, message: str, history: list[InputMessage]
         approvals=plan.approvals,
         decided=plan.decided,
         client_run_id=plan.client_run_id,
+        ui_message_id=plan.ui_message_id,
     )
 
 

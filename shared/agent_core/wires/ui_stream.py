@@ -38,6 +38,7 @@ from agent_core.domain.events import (
     ToolResult,
     ToolStart,
 )
+from agent_core.domain.models import Run
 from agent_core.runtime.envelope import Envelope
 from agent_core.wires.approval_answers import approval_request_id
 from agent_core.wires.encoder import OpenCall, SseData, Terminal, WireEncoderBase
@@ -69,6 +70,13 @@ class UiStreamEncoder(WireEncoderBase[Wire | str]):
         self.client_tools = client_tools
         self._decided = decided  # calls of the continued message whose approval this request decided
         self._pieces: dict[str, list[str]] = {}  # native id -> the call's argument pieces so far
+
+    @classmethod
+    def of_run(cls, run: Run, client_tools: frozenset[str] = frozenset()) -> UiStreamEncoder:
+        """The run's encoder, from what its RUN item keeps (the live stream's and every resume's alike): the
+        message it continues (else its own `msg_{runId}`) and the calls its request decided."""
+        message_id = run.ui_message_id or f"msg_{run.run_id}"
+        return cls(message_id, client_tools=client_tools, decided=frozenset(run.decided_call_ids))
 
     def opening(self) -> list[Wire | str]:
         return [{"type": "start", "messageId": self.message_id}]

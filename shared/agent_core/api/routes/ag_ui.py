@@ -101,7 +101,7 @@ async def _reconnect(body: RunAgentInput, ctx: AppContext, user: str, last_event
     if run is None or run.client_run_id != body.run_id:
         return Response(status_code=204) if after is not None else None
     events = await run_log_events(ctx.deps, run)
-    encoder = AgUiEncoder(body.thread_id, body.run_id)
+    encoder = AgUiEncoder.of_run(body.thread_id, body.run_id, run)  # the client's tools: learnt from its events
     frames = resumed_frames(encoder, run, events, after)
     return stream_frames(ctx, frames, lambda f: encoder.sse(f.frame), ids=lambda f: f.id)
 
@@ -131,8 +131,7 @@ async def _run(
     except TooManyRequests as refusal:  # RUN_STARTED, then RUN_ERROR with the code: what AG-UI clients show
         return stream_refusal(ctx, AgUiEncoder(body.thread_id, body.run_id, client_tools=client_tools), refusal)
     turn_events = PendingTurn(prepared)
-    decided = frozenset(d.call.id for d in prepared.request.decided)
-    encoder = AgUiEncoder(body.thread_id, body.run_id, client_tools=client_tools, decided=decided)
+    encoder = AgUiEncoder.of_run(body.thread_id, body.run_id, prepared.run, client_tools)
     return stream_run(ctx, encoder, turn_events.events(), turn=turn_events)
 
 

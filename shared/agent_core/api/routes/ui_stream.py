@@ -142,6 +142,7 @@ async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) ->
     """One assistant message as UI message chunks; the chat `id` is a chat of the caller (created on first use)."""
     tools = function_tools(body.tools or [])
     client_tools = frozenset(t.name for t in tools)
+    last = body.messages[-1]
     try:
         prepared = await start_client_turn(
             ctx.deps,
@@ -151,16 +152,14 @@ async def ui_stream(body: UiStreamIn, request: Request, ctx: Ctx, user: User) ->
             tools=tools,
             now=request_now(request),
             public_base_url=link_base(request),
+            # A request that answers the last message's calls continues that message (useChat appends to it).
+            ui_message_id=last.id if last.role == "assistant" else None,
         )
     except TooManyRequests as refusal:  # `start`, then an `error` part: what useChat shows as its error
         encoder = UiStreamEncoder(f"msg_{sortable_id()}", client_tools=client_tools)
         return stream_refusal(ctx, encoder, refusal, headers=HEADERS)
     turn_events = PendingTurn(prepared)
-    last = body.messages[-1]
-    # A request that answers the last message's calls continues that message (useChat appends to it).
-    message_id = last.id if last.role == "assistant" else f"msg_{prepared.run.run_id}"
-    decided = frozenset(d.call.id for d in prepared.request.decided)
-    encoder = UiStreamEncoder(message_id, client_tools=client_tools, decided=decided)
+    encoder = UiStreamEncoder.of_run(prepared.run, client_tools)
     return stream_run(ctx, encoder, turn_events.events(), turn=turn_events, headers=HEADERS)
 
 
@@ -186,6 +185,6 @@ async def ui_stream_resume(
     if run is None:
         return Response(status_code=204)
     events = await run_log_events(ctx.deps, run)
-    encoder = UiStreamEncoder(f"msg_{run.run_id}")
+    encoder = UiStreamEncoder.of_run(run)  # the client's tools: learnt from the run's events
     frames = resumed_frames(encoder, run, events, after)
     return stream_frames(ctx, frames, lambda f: encoder.sse(f.frame), ids=lambda f: f.id, headers=HEADERS)

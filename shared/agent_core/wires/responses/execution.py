@@ -16,6 +16,7 @@ from agent_core.container import RunDeps
 from agent_core.domain.events import RunError
 from agent_core.errors import AgentError
 from agent_core.observability import logger
+from agent_core.runtime.approvals import undo
 from agent_core.runtime.envelope import Envelope
 from agent_core.runtime.loop import DISCONNECTED, TurnRunner
 from agent_core.runtime.pending import release_unstarted_turn
@@ -130,6 +131,7 @@ async def start_response(plan: ResponsePlan, responses: ResponseStore) -> Respon
             message, at = "the response could not start", prepared.clock_ms()
             release = release_failed_run(plan.deps, prepared.run, code, message, at, prepared.request.stored_message)
             await asyncio.shield(release)
+            await asyncio.shield(undo(plan.deps.waits, plan.decided))  # the decided calls never ran
             raise
     return ResponseRun(plan, prepared, state.encoder(), responses if record else None, record)
 
