@@ -1,8 +1,11 @@
 """A run's events written to its durable log (store/run_log.py) beside the live stream, never in its way.
 
 `add` only buffers (the live stream never waits for storage); a task of the writer's own writes a batch
-when the oldest buffered event is `MAX_DELAY_S` old or `MAX_BATCH_EVENTS` are waiting, and at once for a
-terminal event or one after which the run waits (a frontend tool's `tool.end`). A batch that cannot be
+when `MAX_BATCH_EVENTS` are waiting or the oldest buffered event is `max_age_s` old
+(`Settings.run_log_flush_ms`), and at once for a terminal event or one after which the run waits (a frontend
+tool's `tool.end`). The count fills batches while the model streams (a plain answer at 50 tokens/s: one write
+per 25 events); the age bounds how stale a resume on another instance can be, and the writes of a slow stream
+(at most one per `max_age_s`). The live instance never reads the log: only resumes do. A batch that cannot be
 written after a few tries ends the log for this run (`failed`): the run goes on, nothing more is written
 (a reader sees the log stop short of the run's end and says it cannot resume). `close` writes what is left;
 the run awaits it before it is over (in Lambda nothing runs after the response), bounded by `CLOSE_TIMEOUT_S`.
@@ -20,10 +23,13 @@ from agent_core.observability import logger
 from agent_core.runtime.envelope import Envelope
 from agent_core.store.run_log import MAX_BATCH_EVENTS, RunLogStore, Wire
 
-MAX_DELAY_S = 0.1
+MAX_AGE_S = 1.0  # Settings.run_log_flush_ms's default
 WRITE_TRIES = 3
 RETRY_DELAY_S = 0.05
 CLOSE_TIMEOUT_S = 5.0
+
+
+Timer = Callable[[asyncio.Event, float | None], Awaitable[None]]  # until woken, or the delay (None: none)
 
 
 class EventLogWriter:
@@ -36,16 +42,19 @@ class EventLogWriter:
         user_id: str,
         *,
         clock_s: Callable[[], float] = time.time,
-        max_delay_s: float = MAX_DELAY_S,
-        timer: Callable[[asyncio.Event, float], Awaitable[None]] | None = None,
+        max_age_s: float = MAX_AGE_S,
+        monotonic: Callable[[], float] = time.monotonic,
+        timer: Timer | None = None,
     ) -> None:
         self.log = log
         self.run_id = run_id
         self.user_id = user_id
-        self._clock_s = clock_s
-        self._max_delay_s = max_delay_s
+        self._clock_s = clock_s  # the items' expiry
+        self._max_age_s = max_age_s
+        self._monotonic = monotonic  # the buffered events' age
         self._timer = timer or _until_woken
         self._buffer: list[Wire] = []
+        self._oldest_at = 0.0
         self._urgent = False
         self._wake = asyncio.Event()
         self._closing = False
@@ -63,7 +72,8 @@ class EventLogWriter:
             self._frontend.add(event.tool_id)
         self._buffer.append(envelope.wire())
         if len(self._buffer) == 1:
-            self._wake.set()  # the writer's delay starts with the oldest buffered event
+            self._oldest_at = self._monotonic()
+            self._wake.set()  # the writer's wait starts with the oldest buffered event
         waits = envelope.type == "tool.end" and getattr(event, "tool_id", None) in self._frontend
         if envelope.type in TERMINAL_TYPES or waits or len(self._buffer) >= MAX_BATCH_EVENTS:
             self._urgent = True
@@ -77,11 +87,14 @@ class EventLogWriter:
                 if self._closing:
                     return
                 self._wake.clear()
-                await self._wake.wait()
+                await self._timer(self._wake, None)  # until the next event
                 continue
             if not self._urgent and not self._closing:
-                self._wake.clear()  # set again only by an urgent event, a full batch or close
-                await self._timer(self._wake, self._max_delay_s)
+                wait_s = self._oldest_at + self._max_age_s - self._monotonic()
+                if wait_s > 0:
+                    self._wake.clear()  # set again only by an urgent event, a full batch or close
+                    await self._timer(self._wake, wait_s)
+                    continue  # woken, or the oldest event's time has come: look again
             batch, self._buffer, self._urgent = self._buffer, [], False
             if not await self._write(batch):
                 self.failed = True
@@ -114,7 +127,7 @@ class EventLogWriter:
             self.failed = True
 
 
-async def _until_woken(wake: asyncio.Event, delay_s: float) -> None:
-    """Until `wake` is set or `delay_s` has passed."""
+async def _until_woken(wake: asyncio.Event, delay_s: float | None) -> None:
+    """Until `wake` is set or `delay_s` has passed (None: until `wake`)."""
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(wake.wait(), delay_s)
