@@ -176,7 +176,7 @@ async def _scripted_stream(pace_ms: int, deltas: int) -> tuple[int, int, int]:
     await send(seq, RunComplete(finish_reason="stop"))
     await writer.close()
     assert sorted(written_ms) == list(range(1, seq + 1)) and table.puts[-1]["end"] is True
-    return seq, writer.writes, max(written_ms[s] - added_ms[s] for s in added_ms)
+    return seq, len(table.puts), max(written_ms[s] - added_ms[s] for s in added_ms)
 
 
 async def test_a_paced_plain_answer_costs_at_most_one_log_write_per_20_events() -> None:
@@ -191,3 +191,32 @@ async def test_a_slow_stream_still_reaches_the_log_within_the_flush_interval() -
     events, writes, longest_ms = await _scripted_stream(pace_ms=300, deltas=20)
     assert longest_ms <= max_age_ms + 300  # the script looks every 300 ms
     assert writes <= (events * 300) // max_age_ms + 2  # one write per interval at most, and the terminal one
+
+
+async def test_events_that_pile_up_during_a_write_go_in_whole_batches() -> None:
+    class HeldTable(CountingTable):
+        def __init__(self) -> None:
+            super().__init__()
+            self.entered = asyncio.Event()
+            self.go = asyncio.Event()
+
+        async def put(self, item: Item, condition: Condition | None = None) -> None:
+            self.entered.set()
+            await self.go.wait()
+            await super().put(item, condition)
+
+    clock = ScriptedTime()
+    table = HeldTable()
+    writer = EventLogWriter(RunLogStore(table, ttl_s=60), RUN, "alice", monotonic=clock.monotonic, timer=clock.timer)
+    for seq in range(1, MAX_BATCH_EVENTS + 1):  # a full batch: its write starts (and is held)
+        writer.add(_envelope(seq))
+    await table.entered.wait()
+    for seq in range(26, 56):  # 30 more while it is held: one whole batch and 5 that are not due yet
+        writer.add(_envelope(seq))
+    clock.parked.clear()
+    table.go.set()
+    await clock.parked.wait()
+    assert [(p["first"], p["last"]) for p in table.puts] == [(1, 25), (26, 50)]
+    writer.add(_envelope(56, RunComplete(finish_reason="stop")))  # the rest goes with the terminal event
+    await writer.close()
+    assert [(p["first"], p["last"]) for p in table.puts] == [(1, 25), (26, 50), (51, 56)]

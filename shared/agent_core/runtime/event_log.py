@@ -54,8 +54,8 @@ class EventLogWriter:
         self._monotonic = monotonic  # the buffered events' age
         self._timer = timer or _until_woken
         self._buffer: list[Wire] = []
-        self._oldest_at = 0.0
-        self._urgent = False
+        self._added_at: list[float] = []  # each buffered event's time (`monotonic`)
+        self._urgent = False  # a terminal or waiting event is buffered: write everything now
         self._wake = asyncio.Event()
         self._closing = False
         self._task: asyncio.Task[None] | None = None
@@ -71,13 +71,12 @@ class EventLogWriter:
         if isinstance(event, ToolStart) and event.tool_type == "frontend":
             self._frontend.add(event.tool_id)
         self._buffer.append(envelope.wire())
-        if len(self._buffer) == 1:
-            self._oldest_at = self._monotonic()
-            self._wake.set()  # the writer's wait starts with the oldest buffered event
+        self._added_at.append(self._monotonic())
         waits = envelope.type == "tool.end" and getattr(event, "tool_id", None) in self._frontend
-        if envelope.type in TERMINAL_TYPES or waits or len(self._buffer) >= MAX_BATCH_EVENTS:
+        if envelope.type in TERMINAL_TYPES or waits:
             self._urgent = True
-            self._wake.set()
+        if len(self._buffer) == 1 or len(self._buffer) >= MAX_BATCH_EVENTS or self._urgent:
+            self._wake.set()  # the writer's wait starts with the oldest buffered event; a full batch ends it
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"event-log-{self.run_id}")
 
@@ -89,17 +88,26 @@ class EventLogWriter:
                 self._wake.clear()
                 await self._timer(self._wake, None)  # until the next event
                 continue
-            if not self._urgent and not self._closing:
-                wait_s = self._oldest_at + self._max_age_s - self._monotonic()
-                if wait_s > 0:
-                    self._wake.clear()  # set again only by an urgent event, a full batch or close
-                    await self._timer(self._wake, wait_s)
-                    continue  # woken, or the oldest event's time has come: look again
-            batch, self._buffer, self._urgent = self._buffer, [], False
+            count = self._due()
+            if not count:
+                self._wake.clear()  # set again only by an urgent event, a full batch or close
+                await self._timer(self._wake, self._added_at[0] + self._max_age_s - self._monotonic())
+                continue  # woken, or the oldest event's time has come: look again
+            batch = self._buffer[:count]
+            del self._buffer[:count], self._added_at[:count]
+            if not self._buffer:
+                self._urgent = False
             if not await self._write(batch):
                 self.failed = True
-                self._buffer = []
+                self._buffer, self._added_at = [], []
                 return
+
+    def _due(self) -> int:
+        """How many of the buffered events to write now: all of them for an urgent event, at close, or once
+        the oldest is `max_age_s` old; else whole batches only (the rest waits for its own time); else none."""
+        if self._urgent or self._closing or self._monotonic() - self._added_at[0] >= self._max_age_s:
+            return len(self._buffer)
+        return len(self._buffer) // MAX_BATCH_EVENTS * MAX_BATCH_EVENTS
 
     async def _write(self, batch: list[Wire]) -> bool:
         for attempt in range(WRITE_TRIES):
