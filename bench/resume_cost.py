@@ -2,7 +2,9 @@
 
 1. Writes per event (moto, counted with botocore events on the table's own client): a plain streamed answer
    of ANSWER_DELTAS text deltas, the model bursting (zero latency) and paced (a delta every PACE_MS, about
-   what a fast model streams). Reported: the event log's PutItems per event, and every write of the turn.
+   what a fast model streams; and every SLOW_PACE_MS), with the default flush interval
+   (AGENT_RUN_LOG_FLUSH_MS) and, paced, the first version's 100 ms for comparison. Reported: the event
+   log's PutItems per event, and every write of the turn.
 2. First resumed event after reconnect: a run streamed over real HTTP (uvicorn on loopback, the offline
    model), then `GET /api/ap/runs/{runId}/events` with `Last-Event-ID` half-way: the time from sending the
    request to the first resumed event, on the embedded store (SQLite) and on moto. p50 / p95 over RESUMES.
@@ -38,6 +40,8 @@ from tests.support.server import serve
 
 ANSWER_DELTAS = 200  # a plain answer of about 200 tokens, one delta each
 PACE_MS = 20.0  # a delta every 20 ms: about 50 tokens/s
+SLOW_PACE_MS = 50.0  # about 20 tokens/s: batches fill in 1.25 s, so the flush interval writes them
+FIRST_FLUSH_MS = 100  # the first version's fixed interval
 TURNS = 5
 RESUMES = 100
 TARGET_WRITES_PER_EVENT = 1 / 20
@@ -75,9 +79,9 @@ async def _streamed_turn(ctx: AppContext, chat_id: str | None) -> tuple[int, str
     return events, prepared.chat.chat_id
 
 
-async def _writes_per_event(pace_s: float) -> dict[str, Any]:
+async def _writes_per_event(pace_s: float, **overrides: Any) -> dict[str, Any]:
     log = DdbCallLog()
-    settings = make_settings(AGENT_STORAGE="aws")
+    settings = make_settings(AGENT_STORAGE="aws", **overrides)
     table = moto_table(settings, on_client=log.attach)
     ctx = build_context(settings, table=table, llm=DeltaLlm(pace_s), audit=lambda line: None)
     events = log_puts = writes = 0
@@ -90,6 +94,7 @@ async def _writes_per_event(pace_s: float) -> dict[str, Any]:
         writes += sum(c.operation in WRITE_OPS for c in made)
         log_puts += sum(c.operation == "PutItem" for c in made)
     return {
+        "flush_ms": settings.run_log_flush_ms,
         "events": events,
         "log_writes": log_puts,
         "all_writes": writes,
@@ -133,6 +138,9 @@ def run(resumes: int = RESUMES) -> dict[str, Any]:
     with moto_aws():
         out["writes_burst"] = asyncio.run(_writes_per_event(0.0))
         out["writes_paced"] = asyncio.run(_writes_per_event(PACE_MS / 1000))
+        out["writes_paced_slow"] = asyncio.run(_writes_per_event(SLOW_PACE_MS / 1000))
+        first = {"AGENT_RUN_LOG_FLUSH_MS": FIRST_FLUSH_MS}
+        out["writes_paced_first_policy"] = asyncio.run(_writes_per_event(PACE_MS / 1000, **first))
         settings = make_settings(AGENT_STORAGE="aws")
         out["resume_moto"] = _resume_latency(moto_table(settings), {"AGENT_STORAGE": "aws"}, resumes)
     with tempfile.TemporaryDirectory() as home:
@@ -140,6 +148,7 @@ def run(resumes: int = RESUMES) -> dict[str, Any]:
         out["resume_embedded"] = _resume_latency(None, embedded, resumes)
     out["meets_target"] = {
         "writes_per_event_burst": out["writes_burst"]["log_writes_per_event"] <= TARGET_WRITES_PER_EVENT,
+        "writes_per_event_paced": out["writes_paced"]["log_writes_per_event"] <= TARGET_WRITES_PER_EVENT,
         "first_event_p95_embedded": out["resume_embedded"]["p95_ms"] <= TARGET_P95_MS["embedded"],
         "first_event_p95_moto": out["resume_moto"]["p95_ms"] <= TARGET_P95_MS["moto"],
     }

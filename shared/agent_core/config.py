@@ -297,6 +297,15 @@ class Settings(BaseSettings):
         description="Seconds a run's event log is kept after its events were written: the window in which a "
         "dropped stream resumes from any instance (GET /api/ap/runs/{runId}/events, /v1/responses/{id}?stream=true)",
     )
+    run_log_flush_ms: int = Field(
+        1000,
+        ge=0,
+        alias="AGENT_RUN_LOG_FLUSH_MS",
+        description="Longest a sent event waits in its run's log buffer before the buffer is written (a batch is "
+        "written sooner when it holds 25 events, and at once for a terminal or waiting event): a stream resumed on "
+        "another instance lags the live run by at most this plus one poll (<= 1 s); shorter costs more writes for "
+        "a slow stream (at most one per interval), 0 writes whenever the writer runs",
+    )
 
     data_token_secret: str = Field(
         "",

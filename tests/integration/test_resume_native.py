@@ -168,6 +168,27 @@ async def test_a_failing_log_breaks_nothing_and_resume_says_it_cannot(
     assert events_in(whole.text) == chat.json()["events"]
 
 
+async def test_a_run_ended_before_its_last_batch_is_written_resumes_once_it_is(
+    clients: tuple[httpx.AsyncClient, httpx.AsyncClient], table: WatchedTable
+) -> None:
+    from agent_core.runtime.resume import open_resume
+
+    first, _ = clients
+    body, run_id = await _ask(first, " ".join(f"w{i}" for i in range(60)))
+    live = events_in(body)
+    # Given the run stored as ended while its last batch is still on its way (the run's end is stored before
+    # its terminal event is written), and a resume far enough on that no batch it reads is written yet
+    last = table.log_puts[-1]
+    assert last["end"] is True and len(table.log_puts) >= 3
+    await table.delete({"pk": last["pk"], "sk": last["sk"]})
+    after = int(last["first"]) + 5
+    assert after - 24 > int(table.log_puts[-2]["first"])
+    # When it opens, Then it waits for the log (not 410) and gets the rest once the batch is written
+    resumed = await open_resume(_context(table).deps, run_id, "alice", after)
+    await MemoryTable.put(table, last)
+    assert [event async for event in resumed] == live[after:]
+
+
 async def test_an_expired_log_is_not_read(
     clients: tuple[httpx.AsyncClient, httpx.AsyncClient], table: WatchedTable
 ) -> None:

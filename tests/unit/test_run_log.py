@@ -13,6 +13,7 @@ from agent_core.runtime.event_log import EventLogWriter
 from agent_core.store.memory_table import MemoryTable
 from agent_core.store.run_log import MAX_BATCH_EVENTS, EventTooLarge, RunLogStore
 from agent_core.store.table import Condition, Item
+from tests.support.fixtures import make_settings
 from tests.support.wait import apoll_until
 
 RUN = "run-1"
@@ -63,8 +64,9 @@ async def test_the_writer_waits_for_a_batch_but_writes_waiting_and_terminal_even
     table = CountingTable()
     waiting = asyncio.Event()  # set when the writer holds events back for its batch delay
 
-    async def timer(wake: asyncio.Event, delay_s: float) -> None:
-        waiting.set()
+    async def timer(wake: asyncio.Event, delay_s: float | None) -> None:
+        if delay_s is not None:
+            waiting.set()
         await wake.wait()  # a delay that never passes: whatever is written was written at once
 
     writer = EventLogWriter(RunLogStore(table, ttl_s=60), RUN, "alice", timer=timer)
@@ -107,3 +109,114 @@ async def test_the_writer_gives_up_on_a_lasting_failure_without_raising() -> Non
     assert writer.failed and writer.writes == 0
     writer.add(_envelope(2))  # nothing more is buffered
     await writer.close()
+
+
+class ScriptedTime:
+    """The writer's monotonic clock and timer, driven by the test (no wall-clock time): `advance` moves the
+    clock and wakes a waiting writer, which looks at its buffer again; `parked` is set each time it waits."""
+
+    def __init__(self) -> None:
+        self.now_ms = 0
+        self.parked = asyncio.Event()
+        self._tick = asyncio.Event()
+
+    def monotonic(self) -> float:
+        return self.now_ms / 1000
+
+    async def timer(self, wake: asyncio.Event, delay_s: float | None) -> None:
+        self.parked.set()
+        waits = [asyncio.ensure_future(wake.wait()), asyncio.ensure_future(self._tick.wait())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
+
+    def advance(self, ms: int) -> None:
+        self.now_ms += ms
+        self.parked.clear()
+        self._tick.set()
+        self._tick = asyncio.Event()
+
+
+async def _scripted_stream(pace_ms: int, deltas: int) -> tuple[int, int, int]:
+    """A plain answer through the writer as the app builds it (the settings' flush interval): 3 events at
+    once, then `deltas` text deltas `pace_ms` apart, an end event and the terminal one. Returns (events, log
+    writes, the longest any event waited in the buffer in ms)."""
+    clock = ScriptedTime()
+    max_age_s = make_settings().run_log_flush_ms / 1000
+    table = CountingTable()
+    writer = EventLogWriter(
+        RunLogStore(table, ttl_s=60), RUN, "alice", max_age_s=max_age_s, monotonic=clock.monotonic, timer=clock.timer
+    )
+    added_ms: dict[int, int] = {}
+    written_ms: dict[int, int] = {}
+    puts_seen = 0
+
+    async def send(seq: int, event: Any = None) -> None:
+        nonlocal puts_seen
+        added_ms[seq] = clock.now_ms
+        writer.add(_envelope(seq, event))
+        await clock.parked.wait()  # the writer has looked at its buffer (and written what was due)
+        for put in table.puts[puts_seen:]:
+            for written in range(int(put["first"]), int(put["last"]) + 1):
+                written_ms[written] = clock.now_ms
+        puts_seen = len(table.puts)
+
+    seq = 0
+    for _ in range(3):
+        seq += 1
+        await send(seq)
+    for _ in range(deltas + 1):
+        clock.advance(pace_ms)
+        seq += 1
+        await send(seq)
+    clock.advance(pace_ms)
+    seq += 1
+    await send(seq, RunComplete(finish_reason="stop"))
+    await writer.close()
+    assert sorted(written_ms) == list(range(1, seq + 1)) and table.puts[-1]["end"] is True
+    return seq, len(table.puts), max(written_ms[s] - added_ms[s] for s in added_ms)
+
+
+async def test_a_paced_plain_answer_costs_at_most_one_log_write_per_20_events() -> None:
+    # About 50 tokens/s: a delta every 20 ms. A batch per 100 ms (the first policy) wrote ~5 events per write.
+    events, writes, _ = await _scripted_stream(pace_ms=20, deltas=200)
+    assert events == 205 and writes / events <= 1 / 20, f"{writes} writes for {events} events"
+
+
+async def test_a_slow_stream_still_reaches_the_log_within_the_flush_interval() -> None:
+    # A delta every 300 ms: batches never fill, so the age bound writes them (what a resume elsewhere waits for)
+    max_age_ms = make_settings().run_log_flush_ms
+    events, writes, longest_ms = await _scripted_stream(pace_ms=300, deltas=20)
+    assert longest_ms <= max_age_ms + 300  # the script looks every 300 ms
+    assert writes <= (events * 300) // max_age_ms + 2  # one write per interval at most, and the terminal one
+
+
+async def test_events_that_pile_up_during_a_write_go_in_whole_batches() -> None:
+    class HeldTable(CountingTable):
+        def __init__(self) -> None:
+            super().__init__()
+            self.entered = asyncio.Event()
+            self.go = asyncio.Event()
+
+        async def put(self, item: Item, condition: Condition | None = None) -> None:
+            self.entered.set()
+            await self.go.wait()
+            await super().put(item, condition)
+
+    clock = ScriptedTime()
+    table = HeldTable()
+    writer = EventLogWriter(RunLogStore(table, ttl_s=60), RUN, "alice", monotonic=clock.monotonic, timer=clock.timer)
+    for seq in range(1, MAX_BATCH_EVENTS + 1):  # a full batch: its write starts (and is held)
+        writer.add(_envelope(seq))
+    await table.entered.wait()
+    for seq in range(26, 56):  # 30 more while it is held: one whole batch and 5 that are not due yet
+        writer.add(_envelope(seq))
+    clock.parked.clear()
+    table.go.set()
+    await clock.parked.wait()
+    assert [(p["first"], p["last"]) for p in table.puts] == [(1, 25), (26, 50)]
+    writer.add(_envelope(56, RunComplete(finish_reason="stop")))  # the rest goes with the terminal event
+    await writer.close()
+    assert [(p["first"], p["last"]) for p in table.puts] == [(1, 25), (26, 50), (51, 56)]

@@ -1,8 +1,11 @@
 """A run's events written to its durable log (store/run_log.py) beside the live stream, never in its way.
 
 `add` only buffers (the live stream never waits for storage); a task of the writer's own writes a batch
-when the oldest buffered event is `MAX_DELAY_S` old or `MAX_BATCH_EVENTS` are waiting, and at once for a
-terminal event or one after which the run waits (a frontend tool's `tool.end`). A batch that cannot be
+when `MAX_BATCH_EVENTS` are waiting or the oldest buffered event is `max_age_s` old
+(`Settings.run_log_flush_ms`), and at once for a terminal event or one after which the run waits (a frontend
+tool's `tool.end`). The count fills batches while the model streams (a plain answer at 50 tokens/s: one write
+per 25 events); the age bounds how stale a resume on another instance can be, and the writes of a slow stream
+(at most one per `max_age_s`). The live instance never reads the log: only resumes do. A batch that cannot be
 written after a few tries ends the log for this run (`failed`): the run goes on, nothing more is written
 (a reader sees the log stop short of the run's end and says it cannot resume). `close` writes what is left;
 the run awaits it before it is over (in Lambda nothing runs after the response), bounded by `CLOSE_TIMEOUT_S`.
@@ -20,10 +23,13 @@ from agent_core.observability import logger
 from agent_core.runtime.envelope import Envelope
 from agent_core.store.run_log import MAX_BATCH_EVENTS, RunLogStore, Wire
 
-MAX_DELAY_S = 0.1
+MAX_AGE_S = 1.0  # Settings.run_log_flush_ms's default
 WRITE_TRIES = 3
 RETRY_DELAY_S = 0.05
 CLOSE_TIMEOUT_S = 5.0
+
+
+Timer = Callable[[asyncio.Event, float | None], Awaitable[None]]  # until woken, or the delay (None: none)
 
 
 class EventLogWriter:
@@ -36,17 +42,20 @@ class EventLogWriter:
         user_id: str,
         *,
         clock_s: Callable[[], float] = time.time,
-        max_delay_s: float = MAX_DELAY_S,
-        timer: Callable[[asyncio.Event, float], Awaitable[None]] | None = None,
+        max_age_s: float = MAX_AGE_S,
+        monotonic: Callable[[], float] = time.monotonic,
+        timer: Timer | None = None,
     ) -> None:
         self.log = log
         self.run_id = run_id
         self.user_id = user_id
-        self._clock_s = clock_s
-        self._max_delay_s = max_delay_s
+        self._clock_s = clock_s  # the items' expiry
+        self._max_age_s = max_age_s
+        self._monotonic = monotonic  # the buffered events' age
         self._timer = timer or _until_woken
         self._buffer: list[Wire] = []
-        self._urgent = False
+        self._added_at: list[float] = []  # each buffered event's time (`monotonic`)
+        self._urgent = False  # a terminal or waiting event is buffered: write everything now
         self._wake = asyncio.Event()
         self._closing = False
         self._task: asyncio.Task[None] | None = None
@@ -62,12 +71,12 @@ class EventLogWriter:
         if isinstance(event, ToolStart) and event.tool_type == "frontend":
             self._frontend.add(event.tool_id)
         self._buffer.append(envelope.wire())
-        if len(self._buffer) == 1:
-            self._wake.set()  # the writer's delay starts with the oldest buffered event
+        self._added_at.append(self._monotonic())
         waits = envelope.type == "tool.end" and getattr(event, "tool_id", None) in self._frontend
-        if envelope.type in TERMINAL_TYPES or waits or len(self._buffer) >= MAX_BATCH_EVENTS:
+        if envelope.type in TERMINAL_TYPES or waits:
             self._urgent = True
-            self._wake.set()
+        if len(self._buffer) == 1 or len(self._buffer) >= MAX_BATCH_EVENTS or self._urgent:
+            self._wake.set()  # the writer's wait starts with the oldest buffered event; a full batch ends it
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"event-log-{self.run_id}")
 
@@ -77,16 +86,28 @@ class EventLogWriter:
                 if self._closing:
                     return
                 self._wake.clear()
-                await self._wake.wait()
+                await self._timer(self._wake, None)  # until the next event
                 continue
-            if not self._urgent and not self._closing:
+            count = self._due()
+            if not count:
                 self._wake.clear()  # set again only by an urgent event, a full batch or close
-                await self._timer(self._wake, self._max_delay_s)
-            batch, self._buffer, self._urgent = self._buffer, [], False
+                await self._timer(self._wake, self._added_at[0] + self._max_age_s - self._monotonic())
+                continue  # woken, or the oldest event's time has come: look again
+            batch = self._buffer[:count]
+            del self._buffer[:count], self._added_at[:count]
+            if not self._buffer:
+                self._urgent = False
             if not await self._write(batch):
                 self.failed = True
-                self._buffer = []
+                self._buffer, self._added_at = [], []
                 return
+
+    def _due(self) -> int:
+        """How many of the buffered events to write now: all of them for an urgent event, at close, or once
+        the oldest is `max_age_s` old; else whole batches only (the rest waits for its own time); else none."""
+        if self._urgent or self._closing or self._monotonic() - self._added_at[0] >= self._max_age_s:
+            return len(self._buffer)
+        return len(self._buffer) // MAX_BATCH_EVENTS * MAX_BATCH_EVENTS
 
     async def _write(self, batch: list[Wire]) -> bool:
         for attempt in range(WRITE_TRIES):
@@ -114,7 +135,7 @@ class EventLogWriter:
             self.failed = True
 
 
-async def _until_woken(wake: asyncio.Event, delay_s: float) -> None:
-    """Until `wake` is set or `delay_s` has passed."""
+async def _until_woken(wake: asyncio.Event, delay_s: float | None) -> None:
+    """Until `wake` is set or `delay_s` has passed (None: until `wake`)."""
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(wake.wait(), delay_s)

@@ -129,7 +129,8 @@ class TurnRunner:
         turn = self.turn
         if turn.deps.run_log is None:
             return None
-        return EventLogWriter(turn.deps.run_log, turn.run.run_id, turn.run.user_id)
+        max_age_s = turn.deps.settings.run_log_flush_ms / 1000
+        return EventLogWriter(turn.deps.run_log, turn.run.run_id, turn.run.user_id, max_age_s=max_age_s)
 
     async def _events(self) -> AsyncGenerator[Envelope, None]:
         recorder = self.recorder

@@ -58,6 +58,11 @@ class ResumeSource:
             return LogRead()
         return await self.log.read(self.pointer.run_id, self.pointer.user_id, after, int(time.time()))
 
+    async def log_lives(self) -> bool:
+        if self.log is None:
+            return False
+        return await self.log.lives(self.pointer.run_id, self.pointer.user_id, int(time.time()))
+
     async def run(self) -> Run | None:
         return await self.deps.turns.get_run(self.pointer.chat_id, self.pointer.run_id)
 
@@ -88,6 +93,8 @@ async def log_events(deps: RunDeps, pointer: RunPointer, after: int) -> AsyncGen
     run = await source.run()
     if run is not None and run.status == RunStatus.RUNNING:
         return follow(source, after, first)  # nothing written yet: the tail waits for it
+    if run is not None and await source.log_lives():
+        return follow(source, after, first)  # ended, its last batch still on its way: the tail waits for it
     return None
 
 

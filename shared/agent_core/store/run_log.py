@@ -85,6 +85,12 @@ class RunLogStore:
             assert item_size(item) <= ITEM_LIMIT_BYTES
             await self.table.put(item)
 
+    async def lives(self, run_id: str, user_id: str, now_s: int) -> bool:
+        """Whether the owner's run has a log (its newest batch: one read): a run that has ended with it may
+        still have its last batch on its way (the run's end is stored before its terminal event is written)."""
+        page = await self.table.query(run_pk(run_id), SkRange(low=log_sk(0), high=LOG_END), forward=False, limit=1)
+        return any(item.get("userId") == user_id and int(item.get(TTL_ATTRIBUTE, 0)) > now_s for item in page.items)
+
     async def read(self, run_id: str, user_id: str, after: int, now_s: int) -> LogRead:
         """The owner's events after seq `after`, consecutive (stops at the first missing one)."""
         low = log_sk(max(0, after + 1 - MAX_BATCH_EVENTS))
