@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import subprocess
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -38,7 +37,6 @@ from tests.support.server import serve
 from tests.support.wait import apoll_until
 
 ROOT = Path(__file__).resolve().parents[2]
-AI_MODULES = ROOT / ".build" / "ai-sdk" / "node_modules"
 RESUMER = ROOT / "tests" / "support" / "js" / "ui_resume_client.cjs"
 ALICE = {"Authorization": "Bearer alice"}
 AG_UI_EVENT: TypeAdapter[Any] = TypeAdapter(AgUiEvent)
@@ -312,16 +310,8 @@ async def test_ag_ui_reconnect_continues_the_running_run_byte_identical_at_every
     assert len(stub.requests) == 2  # the tool step and the answer: no reconnect ran the model
 
 
-def _node_available() -> bool:
-    return shutil.which("node") is not None and (AI_MODULES / "ai" / "package.json").is_file()
-
-
-@pytest.mark.skipif(
-    not _node_available(),
-    reason="node and the ai package (.build/ai-sdk, tests/integration/test_ui_stream.py installs it)",
-)
 async def test_the_ai_sdk_reconnects_to_a_cut_stream_and_reads_the_whole_message(
-    instances: tuple[str, str], stub: OpenAiStub
+    instances: tuple[str, str], stub: OpenAiStub, ai_modules: Path
 ) -> None:
     a, b = instances
     hold = threading.Event()
@@ -335,7 +325,7 @@ async def test_the_ai_sdk_reconnects_to_a_cut_stream_and_reads_the_whole_message
             if '"delta":"ten "' in text:
                 break
     # When the AI SDK's own transport reconnects on instance B (useChat({resume: true}) on a reloaded page)
-    command = ["node", str(RESUMER), str(AI_MODULES), f"{b}/api/ui-stream", "alice", "chat-sdk"]
+    command = ["node", str(RESUMER), str(ai_modules), f"{b}/api/ui-stream", "alice", "chat-sdk"]
     node = await asyncio.create_subprocess_exec(*command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert node.stdout is not None
     connected = await asyncio.wait_for(node.stdout.readline(), 60)

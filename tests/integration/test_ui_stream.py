@@ -1,20 +1,19 @@
 """POST /api/ui-stream read by the Vercel AI SDK itself: useChat's DefaultChatTransport and readUIMessageStream.
 
-The `ai` package is installed from npm once into .build/ai-sdk (skipped, saying why, only without node/npm).
+The `ai` package is installed from npm once into .build/ai-sdk-6 (the `ai_modules` fixture; skipped, saying why,
+only without node/npm).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import subprocess
 import threading
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from agent_core.context import AppContext
 from agent_core.domain.models import Role
@@ -25,21 +24,7 @@ from tests.support.openai_stub import OpenAiStub, StubScript
 from tests.support.wait import poll_until
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / ".build" / "ai-sdk-6"
 CLIENT = ROOT / "tests" / "support" / "js" / "ui_chat_client.cjs"
-AI_SDK = "ai@6"  # the major version whose UI message stream (v1, with tool approvals) this route speaks
-
-
-@pytest.fixture(scope="session")
-def ai_modules() -> Path:
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node and npm are needed to run the AI SDK's own stream reader")
-    modules = CACHE / "node_modules"
-    if not (modules / "ai" / "package.json").is_file():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        command = ["npm", "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", "--silent", AI_SDK]
-        subprocess.run(command, check=True, capture_output=True, timeout=300)
-    return modules
 
 
 def _chat(modules: Path, base_url: str, chat_id: str, text: str, user: str = "user-a", **extra: Any) -> dict[str, Any]:

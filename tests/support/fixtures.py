@@ -174,3 +174,23 @@ def any_blobs(request: pytest.FixtureRequest) -> Any:
         return FileBlobStore(db, db.path.parent / "files")
     request.getfixturevalue("aws_env")
     return s3_blob_store(make_settings())
+
+
+AI_SDK_CACHE = Path(__file__).resolve().parents[2] / ".build" / "ai-sdk-6"
+AI_SDK = "ai@6"  # the major version whose UI message stream (v1, with tool approvals) /api/ui-stream speaks
+
+
+@pytest.fixture(scope="session")
+def ai_modules() -> Path:
+    """The `ai` package's node_modules (installed from npm once): its own stream reader and transport."""
+    import shutil
+    import subprocess
+
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.skip("node and npm are needed to run the AI SDK's own stream reader")
+    modules = AI_SDK_CACHE / "node_modules"
+    if not (modules / "ai" / "package.json").is_file():
+        AI_SDK_CACHE.mkdir(parents=True, exist_ok=True)
+        command = ["npm", "install", "--prefix", str(AI_SDK_CACHE), "--no-audit", "--no-fund", "--silent", AI_SDK]
+        subprocess.run(command, check=True, capture_output=True, timeout=300)
+    return modules

@@ -12,12 +12,13 @@ from agent_core.runtime.turn import TurnRequest, prepare_turn
 
 # The model's failures keep their class (and so their 502 status) on the blocking routes.
 async def run_blocking(deps: RunDeps, request: TurnRequest) -> TurnResult:
-    """Run a turn to its end; a run.error becomes the matching AgentError."""
+    """Run a turn to its end; a run.error becomes the matching AgentError. Its events are not logged: nothing
+    streams them, so nothing resumes them (the answer is the response, and the chat's messages after it)."""
     prepared = await prepare_turn(deps, request)
     if isinstance(prepared, TurnResult):
         return prepared
     error: RunError | None = None
-    async for envelope in TurnRunner(prepared).events():
+    async for envelope in TurnRunner(prepared, logged=False).events():
         if isinstance(envelope.event, RunError):
             error = envelope.event
     if error is not None:

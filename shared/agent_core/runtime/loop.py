@@ -48,8 +48,9 @@ DISCONNECTED = "client_disconnected"
 class TurnRunner:
     """Drives one prepared turn and yields its stamped events; `turn.result` is set when it completes."""
 
-    def __init__(self, turn: PreparedTurn, toolset: Toolset | None = None) -> None:
+    def __init__(self, turn: PreparedTurn, toolset: Toolset | None = None, *, logged: bool = True) -> None:
         self.turn = turn
+        self.logged = logged  # its events go to the run's durable log (resume); not for a blocking answer
         self.scope = RunScope(turn)
         self.recorder = RunRecorder(turn)
         toolset = toolset or build_toolset(turn.agent, turn.deps.tools)
@@ -127,7 +128,7 @@ class TurnRunner:
 
     def _log(self) -> EventLogWriter | None:
         turn = self.turn
-        if turn.deps.run_log is None:
+        if turn.deps.run_log is None or not self.logged:
             return None
         max_age_s = turn.deps.settings.run_log_flush_ms / 1000
         return EventLogWriter(turn.deps.run_log, turn.run.run_id, turn.run.user_id, max_age_s=max_age_s)
