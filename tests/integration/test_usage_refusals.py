@@ -37,7 +37,6 @@ from agent_core.usage.budget import minute_attribute
 from agent_core.usage.ledger import UsageRecord
 from agent_core.wires.client_turn import client_chat_id
 from tests.integration.test_ui_stream import _chat as ui_chat
-from tests.integration.test_ui_stream import ai_modules  # noqa: F401  (the AI SDK, installed once)
 from tests.support.fixtures import make_settings
 from tests.support.openai_stub import OpenAiStub
 from tests.support.sse import data_in, events_in
