@@ -44,6 +44,16 @@ class ApiError(Exception):
         super().__init__(f"{status} {self.code}: {error.get('message') or 'the server answered ' + str(status)}")
 
 
+def retry_in(seconds: int, now: float | None = None) -> str:
+    """When a refused turn may be sent again: `seconds` from now, as a span and the local clock time."""
+    if seconds < 60:
+        return f"try again in {seconds} s"
+    at = time.strftime("%H:%M", time.localtime((time.time() if now is None else now) + seconds))
+    minutes = -(-seconds // 60)
+    span = f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+    return f"try again in {span}, at {at}"
+
+
 def _error(response: httpx.Response) -> ApiError:
     try:
         body = json.loads(response.read() or b"null")
@@ -222,6 +232,8 @@ class Printer:
             usage = event.get("usage")
             tokens = f", {usage['promptTokens']} + {usage['completionTokens']} tokens" if usage else ""
             self.line(f"[done: {event.get('finishReason')}{tokens}]")
+        elif kind == "run.error" and event.get("retryAfter") is not None:  # a budget or rate limit refused it
+            self.line(f"[refused {event['code']}: {event['message']}; {retry_in(int(event['retryAfter']))}]")
         elif kind == "run.error":
             self.line(f"[error {event['code']}: {event['message']}]")
         elif kind == "run.cancel":

@@ -96,6 +96,13 @@ def stubbed(stub: OpenAiStub, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 
 @pytest.fixture(scope="module")
+def budgeted() -> Iterator[str]:
+    """The offline model with a daily token budget of 1: a user's first turn spends it, the next is refused."""
+    with local_server(AGENT_USAGE_DAILY_TOKEN_BUDGET="1") as (base, _process):
+        yield base
+
+
+@pytest.fixture(scope="module")
 def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     chosen = os.environ.get("PLAYGROUND_SCREENSHOTS_DIR")
     path = Path(chosen) if chosen else tmp_path_factory.mktemp("screenshots")
@@ -333,6 +340,20 @@ def test_errors_are_shown_readably(browser: Any, offline: str, stubbed: str, stu
     expect(page.locator(".meta.failed")).to_contain_text("llm_unavailable")
     page.get_by_test_id("error").get_by_role("button").click()
     expect(page.get_by_test_id("error")).to_be_hidden()
+    page.context.close()
+
+
+def test_a_budget_refusal_says_why_and_when_to_try_again(browser: Any, budgeted: str) -> None:
+    page = _page(browser, budgeted, "thrifty-user")
+    _send(page, "hello")
+    _done(page, 1)  # the first turn spends the day's budget
+    _send(page, "and again")
+    error = page.get_by_test_id("error")
+    expect(error).to_contain_text("budget_exceeded: today's usage budget is spent; it renews at midnight")
+    expect(error).to_contain_text("try again in ")  # the refusal's retryAfter, as a span and a clock time
+    expect(error).not_to_contain_text("500")  # a refusal is not a server failure
+    expect(page.get_by_test_id("composer")).to_have_value("and again")  # nothing was stored: given back
+    expect(page.get_by_test_id("message-user")).to_have_count(1)
     page.context.close()
 
 

@@ -171,6 +171,28 @@ def test_terminal_chat_with_an_unknown_chat_says_so_and_starts_a_new_one(server:
     assert "error 404" not in term.seen
 
 
+def test_terminal_chat_prints_a_budget_refusal_with_when_to_try_again() -> None:
+    # A daily token budget of 1: the first turn spends it, the next is refused until the user's midnight
+    with local_server(AGENT_USAGE_DAILY_TOKEN_BUDGET="1") as (base, _):
+        term = Terminal(["-m", "agent_core.cli", "chat", "--url", base, "--token", "tty-thrifty"])
+        try:
+            term.expect(r"you> ")
+            term.type("hello\r")
+            term.expect(r"\[done: stop")
+            term.expect(r"you> ")
+            term.type("and again\r")
+            term.expect(
+                r"\[refused budget_exceeded: today's usage budget is spent; it renews at midnight; "
+                r"try again in (\d+ h )?\d+ min, at \d\d:\d\d\]\n"
+            )
+            term.expect(r"you> ")
+            term.type("/quit\r")
+        finally:
+            status = term.wait()
+    assert status == 0
+    assert "[error budget_exceeded" not in term.seen
+
+
 def test_terminal_chat_takes_a_url_without_its_scheme_and_prints_whole_file_links(server: str) -> None:
     # `--url localhost:8000` (as the README's curl lines write it) once failed every line with
     # "unsupported protocol 'localhost://'"; it means http://

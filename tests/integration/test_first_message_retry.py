@@ -130,3 +130,38 @@ async def test_the_x_request_id_header_is_the_same_key(any_table: Table, header:
         retry = await client.post("/api/ap/query", **kwargs)
     assert _chat_id(first) == _chat_id(retry)
     assert len(await _chats(ctx)) == 1
+
+
+async def test_deleting_the_chat_deletes_its_first_message_marker(any_table: Table) -> None:
+    ctx = _context(any_table)
+    body = {"message": "remember this", "requestId": "first-5"}
+    async with _client(ctx) as client:
+        first = await client.post("/api/ap/query", json=body)
+        chat_id = _chat_id(first)
+        # Given another chat that a later turn with the same requestId went to (its marker is not this chat's)
+        other = await client.post("/api/ap/query", json={"message": "elsewhere", "requestId": "first-6"})
+        await client.post("/api/ap/query", json={"message": "again", "chatId": chat_id, "requestId": "first-6"})
+        assert (await client.delete(f"/api/v1/conversations/{chat_id}")).status_code == 204
+        # Then the chat's marker went with it; another chat's marker stays
+        assert await any_table.get(it.first_request_key(USER, "first-5")) is None
+        assert await any_table.get(it.first_request_key(USER, "first-6")) is not None
+        # And the same first message sent again opens a new chat (it answered 404: the marker's chat was gone)
+        again = await client.post("/api/ap/query", json=body)
+    assert again.status_code == 200, again.text
+    assert _chat_id(again) not in (chat_id, _chat_id(other))
+    assert await _user_messages(ctx, _chat_id(again)) == [body["message"]]
+
+
+async def test_a_retried_deletion_leaves_a_marker_another_chat_took_since(any_table: Table) -> None:
+    store = _context(any_table).deps.chats
+    old = Chat(chat_id="c_old", user_id=USER, created_at=1, last_activity_at=1)
+    new = Chat(chat_id="c_new", user_id=USER, created_at=2, last_activity_at=2)
+    await store.create_chat(old, request_id="req-7")
+    # Given a deletion of c_old that stopped after its marker, and the same first message sent again since
+    await any_table.delete(it.first_request_key(USER, "req-7"))
+    assert (await store.create_chat(new, request_id="req-7")).chat_id == "c_new"
+    # When the deletion of c_old is retried, c_new keeps its marker
+    assert await store.delete_chat("c_old", USER)
+    marker = await any_table.get(it.first_request_key(USER, "req-7"))
+    assert marker is not None and marker["chatId"] == "c_new"
+    assert await store.get_chat("c_old", USER) is None

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +17,7 @@ from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.llm.openai_client import OpenAiLlmClient
+from agent_core.runtime.interrupted import INTERRUPTED_MESSAGE, settle_interrupted_run
 from agent_core.store.dynamodb import DynamoTable
 from tests.support.faults import FaultPlan
 from tests.support.fixtures import make_settings
@@ -394,6 +397,31 @@ def test_background_is_queued_then_polled_to_completion(client: openai.OpenAI, o
     done = wait_status(client, queued.id, {"completed", "failed"})
     assert done.status == "completed" and done.output_text == "Background answer"
     assert done.usage is not None and done.usage.total_tokens == 18
+
+
+def test_a_response_whose_run_was_interrupted_reads_failed_with_the_error(
+    client: openai.OpenAI, openai_stub: OpenAiStub, context: AppContext
+) -> None:
+    gate = threading.Event()
+    openai_stub.enqueue(StubScript.text("Late ", "answer", gate=gate))
+    try:
+        queued = client.responses.create(model="main-agent", input="Long job", background=True)
+        wait_status(client, queued.id, {"in_progress"})
+        # Given its run settled `interrupted`, as after its process died (the idle pass, a turn taking the lease)
+        record = asyncio.run(context.responses.load(queued.id))
+        assert record is not None and record.chat_id and record.run_id
+        at_ms = int(time.time() * 1000)
+        assert asyncio.run(settle_interrupted_run(context.deps.turns, record.chat_id, record.run_id, at_ms))
+        # Then retrieving it reads `failed` with the run's error, as any failed Response (it read in_progress)
+        failed = client.responses.retrieve(queued.id)
+        assert failed.status == "failed" and failed.error is not None
+        assert failed.error.message == f"[interrupted] {INTERRUPTED_MESSAGE}"
+        assert failed.completed_at == at_ms // 1000
+    finally:
+        gate.set()
+    # Nothing was written: a run settled while it was in fact alive still stores its Response when it ends
+    done = wait_status(client, queued.id, {"completed"})
+    assert done.output_text == "Late answer"
 
 
 def test_background_cancel_keeps_what_streamed_and_ends_cancelled(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from agent_core.domain.models import Chat, Message
 from agent_core.errors import NotFound, ServiceUnavailable
 from agent_core.store import items as it
@@ -11,6 +13,7 @@ from agent_core.store.schema import GSI1, PK, SK
 from agent_core.store.spill import chat_spill_prefixes
 from agent_core.store.table import (
     Condition,
+    ConditionFailed,
     Key,
     Put,
     SkRange,
@@ -18,6 +21,7 @@ from agent_core.store.table import (
     Update,
     UpdateOp,
     WriteOp,
+    eq,
     exists,
     not_exists,
 )
@@ -34,10 +38,11 @@ class ChatTable(TableRole, ChatStore):
         if request_id is None:
             await self.table.put(it.chat_to_item(chat), Condition.of(not_exists(PK)))
             return chat
-        # The chat and its (user, requestId) marker in one conditional write: never a read, then a write.
+        # The chat and its (user, requestId) marker in one conditional write: never a read, then a write. The
+        # META names the marker, which its deletion deletes.
         marker_key = it.first_request_key(chat.user_id, request_id)
         ops: list[WriteOp] = [
-            Put(it.chat_to_item(chat), Condition.of(not_exists(PK))),
+            Put({**it.chat_to_item(chat), it.FIRST_REQUEST_ID: request_id}, Condition.of(not_exists(PK))),
             Put({**marker_key, "chatId": chat.chat_id}, Condition.of(not_exists(PK))),
         ]
         try:
@@ -75,7 +80,8 @@ class ChatTable(TableRole, ChatStore):
 
     async def delete_chat(self, chat_id: str, user_id: str) -> bool:
         """Every item of the chat; retryable: each step leaves what finds the rest (see runtime.chat_deletion)."""
-        if await self.get_chat(chat_id, user_id) is None:
+        meta = await self.table.get(it.meta_key(chat_id))
+        if meta is None or meta.get("userId") != user_id:
             return False
         if self.spiller is not None:
             # Spilled parts first: a failure half-way leaves the chat listed, and deleting it again works.
@@ -93,8 +99,15 @@ class ChatTable(TableRole, ChatStore):
             ]
         await self.table.batch_delete(run_keys)
         await self.table.batch_delete(keys)
+        if meta.get(it.FIRST_REQUEST_ID):  # the marker of the message that opened it, while the META names it
+            await self._delete_marker(user_id, str(meta[it.FIRST_REQUEST_ID]), chat_id)
         await self.table.delete(it.meta_key(chat_id))
         return True
+
+    async def _delete_marker(self, user_id: str, request_id: str, chat_id: str) -> None:
+        """The (user, requestId) marker, if it is still this chat's (a retried deletion finds it gone)."""
+        with contextlib.suppress(ConditionFailed):
+            await self.table.delete(it.first_request_key(user_id, request_id), Condition.of(eq("chatId", chat_id)))
 
     async def list_messages(self, chat_id: str, user_id: str, limit: int, cursor: str | None) -> MessagePage | None:
         """A page of the chat's messages, oldest first; None when the chat is not the caller's."""

@@ -127,8 +127,12 @@ def request_key(chat_id: str, request_id: str) -> Key:
 
 
 def first_request_key(user_id: str, request_id: str) -> Key:
-    """The marker of a user's requestId that opened a new chat: at most one chat per (user, requestId)."""
+    """The marker of a user's requestId that opened a new chat: at most one chat per (user, requestId). The
+    chat's META names it (FIRST_REQUEST_ID), and the chat's deletion deletes it."""
     return {PK: user_pk(user_id), SK: f"REQ#{request_id}"}
+
+
+FIRST_REQUEST_ID = "firstRequestId"  # the META attribute naming the chat's first-request marker
 
 
 def pointer_key(run_id: str) -> Key:

@@ -26,6 +26,7 @@ from agent_core.wires.responses.encoder import sse_id as responses_sse_id
 from agent_core.wires.responses.execution import BackgroundResponses, queue_response, start_response
 from agent_core.wires.responses.idempotency import HEADER as IDEMPOTENCY_HEADER
 from agent_core.wires.responses.idempotency import IdempotencyKeys, answer_is_final, idempotency_key
+from agent_core.wires.responses.interrupted import as_settled
 from agent_core.wires.responses.items import ListQuery, list_page
 from agent_core.wires.responses.plan import ResponsePlan, model_ids, plan_response
 from agent_core.wires.responses.request import ResponseCreate
@@ -170,7 +171,7 @@ async def retrieve_response(
         if not last_event_id.lstrip("-").isdigit():
             raise InvalidRequest("Last-Event-ID must be a sequence_number", param="Last-Event-ID")
         starting_after = int(last_event_id)
-    record = await _owned(ctx, response_id, user)
+    record = await as_settled(ctx.deps.turns, await _owned(ctx, response_id, user))
     return await _stored(ctx, runs, record, stream=stream, starting_after=starting_after)
 
 

@@ -95,6 +95,15 @@ function showError(error) {
   $("error").hidden = false;
 }
 
+// When a refused turn may be sent again: `retryAfter` seconds from now, and the local clock time.
+function retryIn(seconds) {
+  const at = new Date(Date.now() + seconds * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  if (seconds < 60) return `try again in ${seconds} s`;
+  const minutes = Math.ceil(seconds / 60);
+  const span = minutes < 60 ? `${minutes} min` : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+  return `try again in ${span}, at ${at}`;
+}
+
 function clearError() { $("error").hidden = true; $("error-text").textContent = ""; }
 
 // --- rendering ------------------------------------------------------------------------------------------
@@ -257,6 +266,12 @@ class RunView {
         break;
       }
       case "run.error":
+        if (event.retryAfter != null) {  // a budget or rate limit refused the turn: nothing of it was stored
+          const refusal = `${event.code}: ${event.message} (${retryIn(event.retryAfter)})`;
+          this.meta(`refused: ${refusal}`, "failed");
+          if (this.live) showError(refusal);
+          break;
+        }
         this.meta(`failed: ${event.code}: ${event.message}`, "failed");
         this.closeForms();
         if (this.live) showError(new ApiError(event.code === "llm_unavailable" ? 502 : 500, { error: event }));

@@ -149,7 +149,7 @@ class ResponsesEncoder(WireEncoderBase[Wire]):
             case RunComplete(finish_reason=finish_reason, usage=usage):
                 return [*closing, self._complete(finish_reason, usage, at)]
             case RunError(code=code, message=message):
-                error = {"code": "server_error", "message": f"[{code}] {message}"}
+                error = failure_error(code, message)
                 return [*closing, self._lifecycle("response.failed", status="failed", error=error, completed_at=at)]
         return [*closing, self._lifecycle("response.incomplete", status="cancelled", completed_at=at)]
 
@@ -298,6 +298,11 @@ def sse_id(event: Wire) -> str | None:
     """A Responses event's SSE `id:` is its `sequence_number` (`starting_after` / `Last-Event-ID` resume after it)."""
     number = event.get("sequence_number")
     return None if number is None else str(number)
+
+
+def failure_error(code: str, message: str) -> Wire:
+    """A failed Response's `error`: the run's `run.error` code and message."""
+    return {"code": "server_error", "message": f"[{code}] {message}"}
 
 
 def _failure(status: str, reason: str | None, result: Any) -> Wire:
