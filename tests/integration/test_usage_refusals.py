@@ -214,7 +214,7 @@ async def test_ag_ui_ends_with_run_error(limited: AppContext, base_url: str) -> 
 async def test_the_ui_stream_ends_with_an_error_part_the_ai_sdk_reads(
     limited: AppContext,
     base_url: str,
-    ai_modules: Path,  # noqa: F811
+    ai_modules: Path,
 ) -> None:
     # Read by the AI SDK's own transport and reader (useChat's): it parses and schema-checks every chunk
     api = base_url.removesuffix("/v1") + "/api/ui-stream"
