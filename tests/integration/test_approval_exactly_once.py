@@ -25,14 +25,14 @@ import pytest
 from agent_core.api.routes.submit import answer_approval
 from agent_core.context import AppContext, build_context
 from agent_core.domain.ids import now_ms
-from agent_core.domain.models import ApprovalDecision, Run, RunPointer, ToolCall, ToolStatus, WaitStatus
+from agent_core.domain.models import ApprovalDecision, ToolCall, ToolStatus, WaitStatus
 from agent_core.runtime.approvals import RunWaits
 from agent_core.store import items as it
 from agent_core.store.dynamodb import DynamoTable
 from agent_core.store.table import Table
 from agent_core.tools.base import ToolContext
 from agent_core.tools.service import ToolExecution
-from tests.support.approvals import RecordingTool, SerialClient
+from tests.support.approvals import RecordingTool, SerialClient, live_run
 from tests.support.fake_llm import ScriptedLlm
 from tests.support.fixtures import make_settings
 
@@ -109,12 +109,9 @@ async def _one(
 ) -> tuple[Sequence, ToolExecution | None, RecordingTool]:
     rng = random.Random(seed)
     deps = run_side.deps
-    # A running run's items (its RUN item and pointer: what cancel and a refused answer read), put directly:
+    # A running run's items (its RUN item, pointer and chat lease: what cancel and an answer read), put directly:
     # a turn's transaction would make moto copy the whole table each time.
-    run = Run(run_id=f"run-{seed}", chat_id=f"c_seq{seed}", user_id="alice", request_id=f"q{seed}", started_at=now_ms())
-    await table.put(it.run_to_item(run))
-    pointer = RunPointer(run_id=run.run_id, chat_id=run.chat_id, user_id="alice")
-    await table.put(it.pointer_to_item(pointer, now_ms() // 1000 + 3600))
+    run = await live_run(table, f"run-{seed}", f"c_seq{seed}", "alice")
     seq = Sequence(rng, run.run_id, run.chat_id)
     tool = RecordingTool()  # a recorder of its own: executions are this sequence's alone
     service = deps.tools.scoped(deps.tools.registry.extended([tool]), {"write_note"})

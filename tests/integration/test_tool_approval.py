@@ -21,7 +21,7 @@ from agent_core.store.table import Table
 from agent_core.store.wait_table import WaitTable
 from agent_core.wires.approval_answers import approval_request_id, decide
 from agent_core.wires.input import ApprovalAnswer
-from tests.support.approvals import BIG_NOTES, approval_context, decision, run_writer
+from tests.support.approvals import BIG_NOTES, approval_context, decision, live_run, run_writer
 from tests.support.fake_llm import Reply, ScriptedLlm
 from tests.support.fixtures import make_settings
 from tests.support.server import serve
@@ -280,6 +280,48 @@ async def test_two_calls_wait_in_parallel_and_each_answer_decides_its_own() -> N
     assert results == {"c1": "denied", "c2": "ok"} and tool.executions == ["c2"]
 
 
+async def test_an_answer_to_a_run_whose_process_stopped_is_refused_and_decides_nothing(any_table: Table) -> None:
+    # Given a run waiting for an approval whose process died: its chat's lease ran out (no heartbeat renews it)
+    from agent_core.domain.ids import now_ms
+
+    context, _ = approval_context(ScriptedLlm(), any_table)
+    waits = context.deps.waits
+    await live_run(any_table, "r_dead", "c_dead", "u")
+    await waits.create_wait(
+        Wait(run_id="r_dead", tool_id="c1", user_id="u", expires_at=int(time.time()) + 600, kind=WaitKind.APPROVAL)
+    )
+    assert await context.deps.turns.renew_lease("c_dead", "r_dead", now_ms() - 1)
+    # When the person approves, Then the answer is refused (no run would act on it) and the call still waits
+    assert await answer_approval(context.deps, "r_dead", "c1", decision(True)) == {
+        "accepted": False,
+        "status": "interrupted",
+    }
+    wait = await waits.get_wait("r_dead", "c1")
+    assert wait is not None and wait.status == WaitStatus.WAITING
+    # And another user's answer learns nothing of the run
+    assert (await answer_approval(context.deps, "r_dead", "c1", decision(True, user="bob")))["status"] == "unmatched"
+
+
+async def test_an_answer_to_a_run_that_ended_is_refused_with_its_status(any_table: Table) -> None:
+    # Given an approval item that outlives its run (a call handed over to the client's next request): the run
+    # completed and released its lease
+    from agent_core.domain.models import RunStatus
+    from agent_core.store import items as it
+
+    context, _ = approval_context(ScriptedLlm(), any_table)
+    run = await live_run(any_table, "r_done", "c_done", "u")
+    await context.deps.waits.create_wait(
+        Wait(run_id="r_done", tool_id="c1", user_id="u", expires_at=int(time.time()) + 600, kind=WaitKind.APPROVAL)
+    )
+    assert await context.deps.turns.release_lease("c_done", "r_done")
+    await any_table.put(it.run_to_item(run.model_copy(update={"status": RunStatus.COMPLETED})))
+    # When it is answered at /api/ap/submit, Then nothing is decided there (the next request still can)
+    got = await answer_approval(context.deps, "r_done", "c1", decision(True))
+    assert got == {"accepted": False, "status": "completed"}
+    wait = await context.deps.waits.get_wait("r_done", "c1")
+    assert wait is not None and wait.status == WaitStatus.WAITING
+
+
 async def test_an_answer_that_beats_the_runs_timeout_is_honoured(any_table: Table) -> None:
     # Given an approval whose time runs out, and an answer that lands just before the run expires the wait
     from agent_core.runtime.approvals import RunWaits
@@ -300,6 +342,7 @@ async def test_an_answer_that_beats_the_runs_timeout_is_honoured(any_table: Tabl
             }
             return await store.waits.expire_wait(run_id, tool_id)
 
+    await live_run(any_table, "r1", "c1", "u")
     waits = RunWaits(AnswerFirst(), "r1", "u")  # type: ignore[arg-type]
     await waits.open_approval("c1", "write_note", {}, "asked", 60_000)
     # When the run's time runs out

@@ -307,7 +307,8 @@ def test_late_taken_and_forged_approvals_are_refused_before_any_work(
     expire(context, approval_id.removeprefix("mcpr_").split("__")[0], "call_l")
     late = _post(base_url, "chat-late", [question, _answer(first["message"], approval_id, True)])
     assert _refused(late) == (409, "approval_expired", "messages")
-    # An approval answered elsewhere first (POST /api/ap/submit): 409 approval_already_decided
+    # An approval handed over to the next request is not taken at POST /api/ap/submit: its run has ended, so
+    # the answer is refused with the run's status and decides nothing (a replayed request is 409: the test below)
     question, first, approval_id = _ask_to_write(ai_modules, base_url, openai_stub, "chat-taken", "call_t2")
     run_id = first["message"]["id"].removeprefix("msg_")
     submitted = httpx.post(
@@ -315,9 +316,9 @@ def test_late_taken_and_forged_approvals_are_refused_before_any_work(
         json={"runId": run_id, "toolId": "call_t2", "approve": False},
         headers={"Authorization": "Bearer user-a"},
     )
-    assert submitted.json() == {"accepted": True, "status": "accepted"}
-    taken = _post(base_url, "chat-taken", [question, _answer(first["message"], approval_id, True)])
-    assert _refused(taken) == (409, "approval_already_decided", "messages")
+    assert submitted.json() == {"accepted": False, "status": "completed"}
+    wait = asyncio.run(context.deps.waits.get_wait(run_id, "call_t2"))
+    assert wait is not None and wait.status == "waiting"
     # An approval id the last run did not ask for, or one of another user's run: 422
     forged = _answer(first["message"], approval_id, True)
     forged["parts"] = [

@@ -11,10 +11,11 @@ from pydantic import BaseModel
 
 from agent_core.context import AppContext, build_context
 from agent_core.domain.ids import new_chat_id, now_ms
-from agent_core.domain.models import ApprovalDecision, Chat
+from agent_core.domain.models import ApprovalDecision, Chat, Run, RunPointer
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
+from agent_core.store import items as it
 from agent_core.store.table import Table
 from agent_core.tools.base import Tool, ToolContext
 from tests.support.fake_llm import ScriptedLlm
@@ -83,6 +84,20 @@ async def run_writer(
         if on_event is not None:
             await on_event(event)
     return events
+
+
+async def live_run(table: Table, run_id: str, chat_id: str, user: str) -> Run:
+    """A running run's items, put directly: its RUN item, its pointer and its chat holding the run's lease (an
+    hour ahead: what a live run's heartbeat keeps renewing), which an approval's answer needs to be accepted."""
+    at = now_ms()
+    run = Run(run_id=run_id, chat_id=chat_id, user_id=user, request_id=f"q-{run_id}", started_at=at)
+    await table.put(it.run_to_item(run))
+    await table.put(it.pointer_to_item(RunPointer(run_id=run_id, chat_id=chat_id, user_id=user), at // 1000 + 3600))
+    chat = Chat(chat_id=chat_id, user_id=user, created_at=at, last_activity_at=at)
+    # the lease is the turn's update of the META, not a part of the chat's own item
+    leased = {**it.chat_to_item(chat), "activeRunId": run_id, "leaseExpiresAt": at + 3_600_000}
+    await table.put({**leased, **it.lease_index_keys(chat_id, at)})
+    return run
 
 
 def decision(approved: bool, user: str = "u", reason: str = "") -> ApprovalDecision:

@@ -20,7 +20,7 @@ from agent_core.context import AppContext
 from agent_core.domain.models import ApprovalDecision, RunStatus, WaitKind, WaitStatus
 from agent_core.domain.text import utf8_size
 from agent_core.errors import InvalidRequest, PayloadTooLarge
-from agent_core.store.base import TurnStore, WaitStore
+from agent_core.store.base import ChatStore, TurnStore, WaitStore
 
 router = APIRouter(prefix="/api/ap", tags=["submit"])
 
@@ -39,10 +39,11 @@ class SubmitIn(RequestBody):
 
 
 class SubmitStore(Protocol):
-    """What answering a wait uses of the store: its waits and its runs (RunDeps has both roles)."""
+    """What answering a wait uses of the store: its waits, its runs and their chats' leases (RunDeps roles)."""
 
     waits: WaitStore
     turns: TurnStore
+    chats: ChatStore
 
 
 @router.post("/submit", responses=error_responses(401, 413, 422))
@@ -77,10 +78,30 @@ async def answer_params(store: SubmitStore, run_id: str, tool_id: str, user: str
 
 
 async def answer_approval(store: SubmitStore, run_id: str, tool_id: str, decision: ApprovalDecision) -> dict[str, Any]:
-    """An approval's decision: only the answer whose conditional update flips the WAIT item decides."""
-    if await store.waits.decide_wait(run_id, tool_id, decision):
+    """An approval's decision: only the answer whose conditional update flips the WAIT item decides, and only
+    while a live run waits for it (its chat's lease held and renewed): an accepted answer is one a run will
+    act on. A run that ended (or handed the call over to its client's next request) refuses with its status;
+    a run whose process stopped while it waited (its lease ran out) with `interrupted`."""
+    now_s = decision.at_ms // 1000
+    holder = await _holder(store, run_id, decision.by, decision.at_ms)
+    if holder == "live" and await store.waits.decide_wait(run_id, tool_id, decision):
         return ACCEPTED
-    return await _refused(store, run_id, tool_id, decision.by, decision.at_ms // 1000, WaitKind.APPROVAL)
+    refused = await _refused(store, run_id, tool_id, decision.by, now_s, WaitKind.APPROVAL)
+    if holder == "stopped" and refused == UNMATCHED:
+        return {"accepted": False, "status": "interrupted"}
+    return refused
+
+
+async def _holder(store: SubmitStore, run_id: str, user: str, at_ms: int) -> str:
+    """`live` when the caller's run holds its chat's lease (renewed while it waits), `stopped` when it does not
+    (ended, or its process died), `unknown` for a run the caller does not have."""
+    pointer = await store.turns.get_run_pointer(run_id, at_ms // 1000)
+    if pointer is None or pointer.user_id != user:
+        return "unknown"
+    chat = await store.chats.get_chat(pointer.chat_id, user)
+    if chat is None or chat.active_run_id != run_id or (chat.lease_expires_at or 0) <= at_ms:
+        return "stopped"
+    return "live"
 
 
 async def _refused(
