@@ -15,9 +15,10 @@ from agent_core.domain.models import Chat
 from agent_core.errors import InvalidRequest, NotFound, RunInProgress
 from agent_core.store.base import ChatStore
 from agent_core.store.responses import ACTIVE, ResponseRecord, ResponseStore
+from agent_core.wires.approval_answers import Found, check_answered, decide, find
 from agent_core.wires.input import ParsedInput, check_outputs, check_self_contained, parse_input
 from agent_core.wires.responses.aggregate import response_object
-from agent_core.wires.responses.approvals import Found, check_answered, decide, find, pending_approvals
+from agent_core.wires.responses.approvals import pending_approvals
 from agent_core.wires.responses.request import ResponseCreate, check_limits, check_rules, pending_calls
 from agent_core.wires.turn import LlmOptions, TurnPlan, plan_turn, refuse_approvals, screen_input
 
