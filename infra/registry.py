@@ -217,12 +217,13 @@ STREAM = FunctionSpec(
 
 SUBMIT = FunctionSpec(
     name="submit",
-    description="A frontend tool's answer: POST /api/ap/submit (imports no LLM code)",
+    description="A person's answer to a waiting run: POST /api/ap/submit (imports no LLM code)",
     memory_mb=512,
     timeout_s=10,
     # one conditional UpdateItem on the waiting call (submit_wait); a refused submit reads the run pointer
-    # and the run (GetItem) to say why (ended, cancelling, unmatched)
-    needs=frozenset({Need.TABLE_UPDATE, Need.TABLE_GET}),
+    # and the run (GetItem) to say why (ended, cancelling, unmatched); an answer for a run whose process
+    # stopped while it waited reads its checkpoint (GetItem) and queues its continuation (SendMessage)
+    needs=frozenset({Need.TABLE_UPDATE, Need.TABLE_GET, Need.QUEUE_SEND}),
     routes=(Route("/api/ap/submit", ("POST",)),),
 )
 

@@ -133,15 +133,18 @@ def serve(host: str, port: int) -> None:
 
     async def start_then_serve() -> None:
         from agent_core.domain.ids import now_ms
-        from agent_core.runtime.interrupted import settle_interrupted_runs
+        from agent_core.runtime.interrupted import settle_interrupted_runs, waiting_runs
 
         # Before the banner and the first request, on the server's loop; a store that cannot be read (AWS
         # storage without credentials, region or table) is one line, not uvicorn's startup traceback.
         try:
             # Runs the last process left running (it was killed) end `interrupted` and free their chats: every
-            # lease in a data directory this server holds is a dead process's.
+            # lease in a data directory this server holds is a dead process's. One that waited on people goes
+            # on from its checkpoint once answered (runtime/continuation.py).
             at = now_ms()
-            await settle_interrupted_runs(context.deps.turns, at, expired_before=None if sole_owner else at)
+            waiting = waiting_runs(context.deps)
+            expired_before = None if sole_owner else at
+            await settle_interrupted_runs(context.deps.turns, at, expired_before=expired_before, waiting=waiting)
             # Jobs queued before the last stop (kept in the embedded database) run now.
             await context.background.resume()
         except Exception as error:

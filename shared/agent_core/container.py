@@ -18,6 +18,7 @@ from agent_core.runtime.agents import AgentCatalog, AgentDefinition
 from agent_core.runtime.cancel import CancelRegistry
 from agent_core.store.base import ChatStore, MemoryStore, Store, TurnStore, WaitStore
 from agent_core.store.blob import BlobStore
+from agent_core.store.run_checkpoint import RunCheckpointStore
 from agent_core.store.run_log import RunLogStore
 from agent_core.tools.data_links import DataLinks
 from agent_core.tools.mcp import McpCatalog
@@ -61,6 +62,8 @@ class RunDeps:
     in_process: WorkQueue | None = None
     guardrails: Guardrails | None = None  # the agents' guardrail checks; built from `settings` unless given
     run_log: RunLogStore | None = None  # runs' durable event logs (resume); None: not kept (ephemeral runs)
+    # Runs' checkpoints where they wait on people (a run whose process died goes on from it); None: not kept
+    checkpoints: RunCheckpointStore | None = None
 
     def __post_init__(self) -> None:
         if self.links is None:

@@ -31,6 +31,7 @@ from agent_core.store.blob import BlobStore
 from agent_core.store.memory_blob import MemoryBlobStore
 from agent_core.store.memory_table import MemoryTable
 from agent_core.store.responses import ResponseStore
+from agent_core.store.run_checkpoint import RunCheckpointStore
 from agent_core.store.run_log import RunLogStore
 from agent_core.store.table import Table
 from agent_core.store.table_store import TableStore
@@ -210,6 +211,7 @@ def build_context(
         usage=UsageMeter(table, settings),
         in_process=background,
         run_log=RunLogStore(table, settings.run_log_ttl_s),
+        checkpoints=RunCheckpointStore(table, settings.run_log_ttl_s),
     )
     jobs = JobRunner(job_handlers, deps)
     background.serve(jobs)  # the SQS worker runs the same `jobs` (lambda_entry)

@@ -32,7 +32,7 @@ CONVERSATIONS = {
 EXPECTED: dict[str, set[str]] = {
     "chat": CONVERSATIONS,
     "stream": CONVERSATIONS,
-    "submit": {"dynamodb:UpdateItem", "dynamodb:GetItem"},
+    "submit": {"dynamodb:UpdateItem", "dynamodb:GetItem", "sqs:SendMessage"},
     "data": {
         "dynamodb:GetItem",
         "dynamodb:BatchGetItem",
@@ -176,7 +176,7 @@ def test_each_function_reads_only_the_secrets_it_needs(dev: Synth) -> None:
 
 def test_environment_follows_the_needs(dev: Synth) -> None:
     expected = {
-        "submit": {"AGENT_TABLE_NAME"},
+        "submit": {"AGENT_TABLE_NAME", "AGENT_WORK_QUEUE_URL"},
         "data": {"AGENT_TABLE_NAME", "AGENT_DATA_BUCKET", "AGENT_DATA_TOKEN_SECRET_NAME"},
         "idle_sessions": {"AGENT_TABLE_NAME", "AGENT_WORK_QUEUE_URL"},
         "daily_summary": {"AGENT_TABLE_NAME", "AGENT_WORK_QUEUE_URL"},

@@ -304,7 +304,9 @@ for _model in (AllOf, AnyOf, Not, ConditionalApproval):
 # The wires where a person can answer an approval (named when a wire that cannot ask refuses).
 APPROVAL_WIRES = "the native stream (/api/ap/query), /v1/responses with store: true, /api/ui-stream or /api/ag-ui"
 
-Outcome = Literal["approved", "denied", "timeout", "cancelled", "unavailable"]
+# `interrupted`: approved, but taken by a process that stopped before the run went on (it may have run): not run
+# again (runtime/continuation.py)
+Outcome = Literal["approved", "denied", "timeout", "cancelled", "unavailable", "interrupted"]
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,16 @@ class ResponseJob(_Job):
     user_id: str
 
 
+class ContinueRunJob(_Job):
+    """Continue a run whose process died while it waited on people, from its checkpoint (idempotent: the run's
+    expired lease goes to one process; a run still alive, ended or still waiting is left as it is)."""
+
+    kind: Literal["continue_run"] = "continue_run"
+    chat_id: str
+    run_id: str
+    user_id: str
+
+
 class UsageJob(_Job):
     """Add what one run or job spent to its user's usage ledger (at most once per `marker`)."""
 
@@ -97,7 +107,14 @@ class UsageJob(_Job):
 
 
 Job = Annotated[
-    CompactJob | SessionSummaryJob | ProfileJob | DailySummaryJob | ResponseJob | MemoryRecordsJob | UsageJob,
+    CompactJob
+    | SessionSummaryJob
+    | ProfileJob
+    | DailySummaryJob
+    | ResponseJob
+    | MemoryRecordsJob
+    | UsageJob
+    | ContinueRunJob,
     Field(discriminator="kind"),
 ]
 JOB_ADAPTER: TypeAdapter[Job] = TypeAdapter(Job)

@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 from agent_core.container import RunDeps
 from agent_core.domain.jobs import (
     CompactJob,
+    ContinueRunJob,
     DailySummaryJob,
     Job,
     MemoryRecordsJob,
@@ -23,6 +24,7 @@ from agent_core.domain.jobs import (
     UsageJob,
 )
 from agent_core.jobs.compaction import compact_chat
+from agent_core.jobs.continuation import continue_waiting_run
 from agent_core.jobs.daily import run_daily_summary, summarize_day
 from agent_core.jobs.memory_records import index_chat
 from agent_core.jobs.profile import extract_profile
@@ -44,6 +46,7 @@ JOB_HANDLERS: HandlerMap = {
     DailySummaryJob: summarize_day,
     MemoryRecordsJob: index_chat,
     UsageJob: record_usage,
+    ContinueRunJob: continue_waiting_run,
 }
 """The jobs of this package. `ResponseJob` (a background /v1/responses run, jobs/responses.py) is added by the
 composition root, bound to its ResponseStore."""

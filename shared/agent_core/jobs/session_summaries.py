@@ -16,7 +16,7 @@ from agent_core.memory.calendar import id_ceiling, id_floor, local_date, to_ms, 
 from agent_core.memory.session_rules import too_little
 from agent_core.memory.summarize import summarise
 from agent_core.observability import logger
-from agent_core.runtime.interrupted import settle_interrupted_runs
+from agent_core.runtime.interrupted import settle_interrupted_runs, waiting_runs
 from agent_core.store.schema import SHARDS
 
 
@@ -76,7 +76,10 @@ async def close_idle_sessions(deps: RunDeps, now: datetime, report: JobReport, u
     now_ms = to_ms(now)
     idle_ms = deps.settings.idle_timeout_minutes * 60_000
     lease_now = min(now_ms, wall_ms())  # a pass "in the future" (--now, X-Agent-Now) expires no live lease
-    settled = await settle_interrupted_runs(deps.turns, lease_now, expired_before=lease_now, user_id=user_id)
+    waiting = waiting_runs(deps)  # a dead run waiting on people is continued once answered, not settled
+    settled = await settle_interrupted_runs(
+        deps.turns, lease_now, expired_before=lease_now, user_id=user_id, waiting=waiting
+    )
     if settled:
         report.count("runs_failed", settled)
     for index in range(SHARDS):

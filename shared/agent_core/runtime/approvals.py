@@ -8,6 +8,7 @@ a run that loses that race to an answer honours the answer.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -75,6 +76,12 @@ class RunWaits(StoreFrontendBridge):
         if wait.status == WaitStatus.EXPIRED:
             return ApprovalOutcome("timeout")
         decision: Outcome = "approved" if wait.approved is True else "denied"
+        # An approved call is taken before it runs: a process that continues this run after a crash finds it
+        # taken (it may have run) and does not run it again.
+        if decision == "approved" and not await self._store.claim_wait(
+            self._run_id, tool_call_id, int(time.time() * 1000)
+        ):
+            decision = "interrupted"
         return ApprovalOutcome(decision, by=wait.decided_by, at_ms=wait.decided_at, reason=wait.decision_reason)
 
 

@@ -78,6 +78,15 @@ class EventAssembler:
         self._seq = 0
         self._open: dict[str, type[ToolEnd] | type[ActionEnd]] = {}  # started calls without an end, in order
 
+    @property
+    def seq(self) -> int:
+        """The last seq stamped."""
+        return self._seq
+
+    def resume_at(self, seq: int) -> None:
+        """Go on stamping after `seq` (a run continued from its checkpoint: its events up to `seq` were sent)."""
+        self._seq = seq
+
     def _stamp(self, event: Event) -> Envelope:
         self._seq += 1
         return Envelope(event, self._seq, self._clock(), self.run_id, self.chat_id, self.request_id)

@@ -60,6 +60,8 @@ class EventLogWriter:
         self._closing = False
         self._task: asyncio.Task[None] | None = None
         self._frontend: set[str] = set()
+        self._writing = 0  # events taken from the buffer whose write has not returned
+        self._drained = asyncio.Event()  # set after a write that left nothing buffered
         self.failed = False
         self.writes = 0
 
@@ -97,10 +99,16 @@ class EventLogWriter:
             del self._buffer[:count], self._added_at[:count]
             if not self._buffer:
                 self._urgent = False
-            if not await self._write(batch):
+            self._writing = len(batch)
+            written = await self._write(batch)
+            self._writing = 0
+            if not written:
                 self.failed = True
                 self._buffer, self._added_at = [], []
+                self._drained.set()
                 return
+            if not self._buffer:
+                self._drained.set()
 
     def _due(self) -> int:
         """How many of the buffered events to write now: all of them for an urgent event, at close, or once
@@ -121,6 +129,21 @@ class EventLogWriter:
                     return False
                 await asyncio.sleep(RETRY_DELAY_S * (attempt + 1))
         return False
+
+    async def flush(self, timeout_s: float = CLOSE_TIMEOUT_S) -> bool:
+        """Write every event added so far now; True once the log holds them all (False: it failed, or did not
+        answer within `timeout_s`)."""
+        deadline = time.monotonic() + timeout_s
+        while not self.failed and (self._buffer or self._writing):
+            self._urgent = True
+            self._drained.clear()
+            self._wake.set()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._drained.wait(), remaining)
+        return not self.failed
 
     async def close(self, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
         """Write what is buffered, then stop (at most `timeout_s`: a hung store does not hold the run)."""

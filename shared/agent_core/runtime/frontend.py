@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agent_core.domain.models import Wait, WaitStatus
@@ -24,6 +25,10 @@ class StoreFrontendBridge:
         self._user_id = user_id
         self._open: list[str] = []  # the calls whose WAIT item may still accept a submit
         self.first_poll_s, self.poll_s = FIRST_POLL_S, POLL_S
+        self.waiting: set[str] = set()  # the calls polling for their answer now
+        # Called once a call starts waiting (runtime/checkpoint.py: the run's step may have become quiet)
+        self.on_wait: Callable[[], Awaitable[None]] | None = None
+        self._expires_s: dict[str, int] = {}  # reopened waits (a continued run): the WAIT item's own expiry
 
     async def open_wait(self, tool_call_id: str, timeout_ms: int) -> None:
         """Written before the call's tool.end is sent, so a client that submits on tool.end always matches."""
@@ -37,6 +42,12 @@ class StoreFrontendBridge:
     async def _create(self, wait: Wait) -> None:
         await self._store.create_wait(wait)
         self._open.append(wait.tool_id)
+
+    def reopen(self, waits: list[Wait]) -> None:
+        """The WAIT items of a run continued in another process: polled as its own, until their own expiry."""
+        for wait in waits:
+            self._open.append(wait.tool_id)
+            self._expires_s[wait.tool_id] = wait.expires_at
 
     async def close(self) -> None:
         """Close the calls still waiting (the run is ending, however it ends: a client that went away, a
@@ -59,17 +70,26 @@ class StoreFrontendBridge:
     async def await_answer(self, tool_call_id: str, timeout_ms: int, *, until: tuple[WaitStatus, ...]) -> Wait | None:
         """The WAIT item once its status is one of `until` (no longer open to a submit), or None at the deadline."""
         deadline = time.monotonic() + timeout_ms / 1000
+        if tool_call_id in self._expires_s:  # a reopened wait keeps the time it had left
+            deadline = min(deadline, time.monotonic() + self._expires_s[tool_call_id] - time.time())
         delay = self.first_poll_s
-        while True:
-            await asyncio.sleep(max(0.0, min(delay, deadline - time.monotonic())))
-            try:
-                wait = await self._store.get_wait(self._run_id, tool_call_id)
-            except Exception as exc:  # one failed read does not end the wait: poll again
-                logger.warning("frontend wait read failed", extra={"runId": self._run_id, "error": type(exc).__name__})
-                wait = None
-            if wait is not None and wait.status in until:
-                self._open = [t for t in self._open if t != tool_call_id]
-                return wait
-            if time.monotonic() >= deadline:
-                return None
-            delay = self.poll_s
+        self.waiting.add(tool_call_id)
+        try:
+            if self.on_wait is not None:
+                await self.on_wait()
+            while True:
+                await asyncio.sleep(max(0.0, min(delay, deadline - time.monotonic())))
+                try:
+                    wait = await self._store.get_wait(self._run_id, tool_call_id)
+                except Exception as exc:  # one failed read does not end the wait: poll again
+                    extra = {"runId": self._run_id, "error": type(exc).__name__}
+                    logger.warning("frontend wait read failed", extra=extra)
+                    wait = None
+                if wait is not None and wait.status in until:
+                    self._open = [t for t in self._open if t != tool_call_id]
+                    return wait
+                if time.monotonic() >= deadline:
+                    return None
+                delay = self.poll_s
+        finally:
+            self.waiting.discard(tool_call_id)

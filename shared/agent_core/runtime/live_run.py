@@ -16,6 +16,7 @@ from agent_core.memory.history_records import Recall, recall
 from agent_core.memory.time_query import TimeRange
 from agent_core.memory.window import build_window, to_chat_message
 from agent_core.runtime.approvals import RunWaits
+from agent_core.runtime.checkpoint import StepCheckpoints
 from agent_core.runtime.model_calls import ModelCalls
 from agent_core.runtime.recorder import RunRecorder
 from agent_core.runtime.scope import RunScope
@@ -34,6 +35,7 @@ class LiveRun(ModelCalls, ToolCalls):
         self.turn, self.scope, self.recorder, self.toolset = turn, scope, recorder, toolset
         self.agent = turn.agent
         self.bridge = RunWaits(turn.deps.waits, run.run_id, run.user_id)
+        self.checkpoints = StepCheckpoints(turn, recorder, self.bridge)
         self._blocks = 0
         self.guard: Guard | None = None  # the agent's guardrails (tool checks); set by the runner
 

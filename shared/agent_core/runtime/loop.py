@@ -66,6 +66,8 @@ class TurnRunner:
     def _preamble(self) -> list[Event]:
         turn = self.turn
         preamble: list[Event] = []
+        if turn.checkpoint is not None:  # a run continued from its checkpoint: its client had the preamble
+            return preamble
         if turn.request.stored_message is not None:  # a continuation by tool results has no user message
             preamble.append(RequestQuery(message=turn.request.stored_message, agent_key=turn.agent.key))
         if turn.created_chat:
@@ -115,6 +117,7 @@ class TurnRunner:
     async def events(self) -> AsyncIterator[Envelope]:
         """The run's envelopes as sent, each also written to the run's durable log (when it has one)."""
         log = self._log()
+        self.run.checkpoints.log = log
         try:
             # Closed with this generator: a consumer that leaves ends the run at once (not when collected)
             async with contextlib.aclosing(self._events()) as events:

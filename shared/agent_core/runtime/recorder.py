@@ -51,9 +51,15 @@ class RunRecorder:
             fields["content"] = self.redact(fields["content"])
         if fields.get("tool_calls") and self.checked_arguments:
             fields["tool_calls"] = [self.checked(call) for call in fields["tool_calls"]]
+        message = self.message(role, **fields)
+        self.outcome.messages.append(message)
+        return message
+
+    def message(self, role: Role, **fields: Any) -> Message:
+        """A message of this run, stamped now (not saved)."""
         at = self._turn.clock_ms()
         run = self._turn.run
-        message = Message(
+        return Message(
             id=sortable_id(at),
             chat_id=run.chat_id,
             role=role,
@@ -62,8 +68,6 @@ class RunRecorder:
             created_at=at,
             **fields,
         )
-        self.outcome.messages.append(message)
-        return message
 
     def checked(self, call: ToolCall) -> ToolCall:
         """The call with its arguments as the tool-argument guardrail let them through."""

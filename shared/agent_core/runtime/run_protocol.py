@@ -146,6 +146,10 @@ class RunActions(Protocol):
         """The saved result of a call this run executed ('' if it has none)."""
         ...
 
+    def calls_made(self) -> list[ToolCall]:
+        """The calls this run made so far (a run continued from its checkpoint goes on after them)."""
+        ...
+
 
 class AgentRun(RunView, RunActions, Protocol):
     """The run a strategy drives: what it is about (`RunView`) and what it does (`RunActions`)."""

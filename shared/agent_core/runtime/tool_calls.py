@@ -26,6 +26,7 @@ from agent_core.domain.events import (
 from agent_core.domain.models import Role, ToolCall, ToolCallRecord, ToolStatus
 from agent_core.guardrails.guard import Guard
 from agent_core.runtime.approvals import DecidedGate, RunWaits
+from agent_core.runtime.checkpoint import StepCheckpoints
 from agent_core.runtime.executor import execute_parallel
 from agent_core.runtime.recorder import RunRecorder
 from agent_core.runtime.run_protocol import OnResult
@@ -44,6 +45,7 @@ class ToolCalls:
     recorder: RunRecorder
     toolset: Toolset
     bridge: RunWaits
+    checkpoints: StepCheckpoints
     guard: Guard | None
 
     def tool_context(self) -> ToolContext:
@@ -113,7 +115,14 @@ class ToolCalls:
 
     async def run_decided(self) -> AsyncIterator[Event]:
         """The calls this request decided (handed over for approval by the run before): announced and run as
-        decided (approved: the tool runs; denied: the model reads the denial), before the model is called."""
+        decided (approved: the tool runs; denied: the model reads the denial), before the model is called.
+
+        A run continued from its checkpoint runs the calls it waited for (announced before it stopped)."""
+        checkpoint = self.turn.checkpoint
+        if checkpoint is not None:
+            async for event in self.run_calls(list(checkpoint.pending), resumed=True):
+                yield event
+            return
         calls = [decided.call for decided in self.turn.request.decided]
         if not calls:
             return
@@ -135,6 +144,7 @@ class ToolCalls:
             recorder.save(Role.ASSISTANT, content=content, tool_calls=calls)
         kinds = self.toolset.kinds
         done: dict[str, ToolExecution] = {}
+        self.checkpoints.begin(calls)
         executions = execute_parallel(self.toolset.service, calls, self.tool_context())
         try:
             while True:
@@ -169,7 +179,10 @@ class ToolCalls:
                 if on_result is not None:
                     async for event in on_result(execution):
                         yield event
+                self.checkpoints.done(call, execution.model_content())
+                await self.checkpoints.settle()  # the others may all wait on people now
         finally:
+            self.checkpoints.end()
             await executions.aclose()
             for call in calls:
                 if call.id in done:
@@ -189,6 +202,9 @@ class ToolCalls:
         if execution.message:
             execution = dataclasses.replace(execution, message=await guard.screen("tool_results", execution.message))
         return execution
+
+    def calls_made(self) -> list[ToolCall]:
+        return [call for message in self.recorder.outcome.messages for call in message.tool_calls]
 
     def result_of(self, call_id: str) -> str:
         for message in reversed(self.recorder.outcome.messages):

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from agent_core.container import RunDeps
+from agent_core.domain.checkpoint import RunCheckpoint
 from agent_core.domain.ids import new_chat_id, new_run_id, now_ms, sortable_id
 from agent_core.domain.jobs import CompactJob
 from agent_core.domain.models import Chat, Kind, Message, Profile, Role, Run, RunStatus, Summary, TurnResult
@@ -87,6 +88,7 @@ class PreparedTurn:
     reservation: Reservation | None = None  # what the turn reserved of its user's budget (settled when it ends)
     timezone: str = "UTC"
     at_ms: int = 0  # "now" of this turn (X-Agent-Now may set it); the run's clock advances from it
+    checkpoint: RunCheckpoint | None = None  # the run goes on from here (its process died): continuation.py
 
     @property
     def now(self) -> datetime:

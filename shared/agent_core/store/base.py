@@ -114,6 +114,11 @@ class TurnStore(Protocol):
 
     async def renew_lease(self, chat_id: str, run_id: str, expires_at: int) -> bool: ...
 
+    async def take_over_lease(self, chat_id: str, run_id: str, now_ms: int, expires_at: int) -> bool:
+        """The run's own lease, expired (its process died), taken by the process that continues it (False:
+        it is still held, or no longer the run's)."""
+        ...
+
     async def get_run(self, chat_id: str, run_id: str) -> Run | None: ...
 
     async def list_runs(self, chat_id: str, limit: int, cursor: str | None) -> tuple[list[Run], str | None]: ...
@@ -149,6 +154,10 @@ class WaitStore(Protocol):
     async def undecide_wait(self, run_id: str, tool_id: str, decision: ApprovalDecision) -> bool:
         """Take back a decision whose turn never opened: waiting again, only while `decision` is the one recorded
         (True when it was)."""
+        ...
+
+    async def claim_wait(self, run_id: str, tool_id: str, at_ms: int) -> bool:
+        """Take an approved call to run it, once (False: another process took it)."""
         ...
 
     async def expire_wait(self, run_id: str, tool_id: str) -> bool:

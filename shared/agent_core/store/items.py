@@ -143,6 +143,13 @@ def wait_key(run_id: str, tool_id: str) -> Key:
     return {PK: run_pk(run_id), SK: f"{WAIT_PREFIX}{tool_id}"}
 
 
+CHECKPOINT = "CHECKPOINT"  # a run's checkpoint where it waits on people (store/run_checkpoint.py)
+
+
+def checkpoint_key(run_id: str) -> Key:
+    return {PK: run_pk(run_id), SK: CHECKPOINT}
+
+
 LOG_PREFIX = "LOG#"  # a run's event log batches share its partition (store/run_log.py)
 LOG_END = "LOG#~"
 

@@ -109,6 +109,14 @@ class RunTable(TableRole):
             return False
         return True
 
+    async def take_over_lease(self, chat_id: str, run_id: str, now_ms: int, expires_at: int) -> bool:
+        condition = Condition.of(eq("activeRunId", run_id), lt("leaseExpiresAt", now_ms))
+        try:
+            await self.table.update(it.meta_key(chat_id), Update(set={"leaseExpiresAt": expires_at}), condition)
+        except ConditionFailed:
+            return False
+        return True
+
     async def leased_chat_pages(self, index: int, page_size: int | None = 100) -> AsyncIterator[list[Chat]]:
         """Pages of the chats of one shard whose lease is held (gsi3, sparse: keyed only while a run holds it)."""
         start: Item | None = None

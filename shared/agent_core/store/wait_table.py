@@ -84,6 +84,21 @@ class WaitTable(TableRole, WaitStore):
             return False
         return True
 
+    async def claim_wait(self, run_id: str, tool_id: str, at_ms: int) -> bool:
+        """Take an approved call to run it: only once, by whichever process gets here first (False: another took
+        it, so it may have run already and is not run again)."""
+        condition = Condition.of(
+            eq("status", WaitStatus.SUBMITTED.value),
+            eq("kind", WaitKind.APPROVAL.value),
+            eq("approved", True),
+            not_exists("claimedAt"),
+        )
+        try:
+            await self.table.update(it.wait_key(run_id, tool_id), Update(set={"claimedAt": at_ms}), condition)
+        except ConditionFailed:
+            return False
+        return True
+
     async def expire_wait(self, run_id: str, tool_id: str) -> bool:
         """The run's time for an answer ran out: a waiting call becomes expired (False: it was answered first)."""
         expired = Update(set={"status": WaitStatus.EXPIRED.value})

@@ -171,6 +171,9 @@ class ToolService:
         if outcome.decision == "timeout":
             message = f"nobody approved this call within {timeout_ms} ms; it did not run"
             return ToolExecution(call, ToolStatus.TIMEOUT, "approval_timeout", message=message, approval=outcome)
+        if outcome.decision == "interrupted":
+            message = "this call was approved, then the server stopped: whether it ran is unknown; it is not run again"
+            return ToolExecution(call, ToolStatus.ERROR, "approval_interrupted", message=message, approval=outcome)
         message = f"this call needs approval ({asked}), which cannot be given here ({APPROVAL_WIRES}); it did not run"
         return ToolExecution(call, ToolStatus.DENIED, f"approval_{outcome.decision}", message=message, approval=outcome)
 

@@ -17,10 +17,13 @@ from agent_core.api.deps import app_context, current_user
 from agent_core.api.openapi import error_responses
 from agent_core.api.schemas import RequestBody
 from agent_core.context import AppContext
-from agent_core.domain.models import ApprovalDecision, RunStatus, WaitKind, WaitStatus
+from agent_core.domain.jobs import ContinueRunJob, WorkQueue
+from agent_core.domain.models import ApprovalDecision, RunPointer, RunStatus, WaitKind, WaitStatus
 from agent_core.domain.text import utf8_size
 from agent_core.errors import InvalidRequest, PayloadTooLarge
+from agent_core.observability import logger
 from agent_core.store.base import ChatStore, TurnStore, WaitStore
+from agent_core.store.run_checkpoint import RunCheckpointStore
 
 router = APIRouter(prefix="/api/ap", tags=["submit"])
 
@@ -39,11 +42,14 @@ class SubmitIn(RequestBody):
 
 
 class SubmitStore(Protocol):
-    """What answering a wait uses of the store: its waits, its runs and their chats' leases (RunDeps roles)."""
+    """What answering a wait uses (RunDeps parts): its waits, its runs and their chats' leases, and for a run
+    whose process stopped while it waited, its checkpoint and the queue its continuation goes to."""
 
     waits: WaitStore
     turns: TurnStore
     chats: ChatStore
+    checkpoints: RunCheckpointStore | None
+    work_queue: WorkQueue
 
 
 @router.post("/submit", responses=error_responses(401, 413, 422))
@@ -70,21 +76,32 @@ async def submit(body: SubmitIn, ctx: Ctx, user: User) -> dict[str, Any]:
 
 
 async def answer_params(store: SubmitStore, run_id: str, tool_id: str, user: str, params: object) -> dict[str, Any]:
-    """A frontend tool's params: one UpdateItem resumes the run; a refusal says why."""
+    """A frontend tool's params: one UpdateItem resumes the run (a run whose process stopped goes on from its
+    checkpoint: its continuation is queued); a refusal says why."""
     now_s = int(time.time())
     if await store.waits.submit_wait(run_id, tool_id, user, params, now_s):
+        holder, pointer = await _holder(store, run_id, user, now_s * 1000)
+        if holder == "stopped" and pointer is not None:
+            await _continue(store, pointer)
         return ACCEPTED
     return await _refused(store, run_id, tool_id, user, now_s, WaitKind.FRONTEND)
 
 
 async def answer_approval(store: SubmitStore, run_id: str, tool_id: str, decision: ApprovalDecision) -> dict[str, Any]:
     """An approval's decision: only the answer whose conditional update flips the WAIT item decides, and only
-    while a live run waits for it (its chat's lease held and renewed): an accepted answer is one a run will
-    act on. A run that ended (or handed the call over to its client's next request) refuses with its status;
-    a run whose process stopped while it waited (its lease ran out) with `interrupted`."""
+    while a run will act on it: a live run waiting for it (its chat's lease held and renewed), or a run whose
+    process stopped while it waited and that kept a checkpoint waiting for this call (its continuation is
+    queued: runtime/continuation.py). A run that ended (or handed the call over to its client's next request)
+    refuses with its status; a stopped run without such a checkpoint with `interrupted`."""
     now_s = decision.at_ms // 1000
-    holder = await _holder(store, run_id, decision.by, decision.at_ms)
+    holder, pointer = await _holder(store, run_id, decision.by, decision.at_ms)
     if holder == "live" and await store.waits.decide_wait(run_id, tool_id, decision):
+        return ACCEPTED
+    continues = (
+        holder == "stopped" and pointer is not None and await _waits_in_checkpoint(store, pointer, tool_id, now_s)
+    )
+    if continues and pointer is not None and await store.waits.decide_wait(run_id, tool_id, decision):
+        await _continue(store, pointer)
         return ACCEPTED
     refused = await _refused(store, run_id, tool_id, decision.by, now_s, WaitKind.APPROVAL)
     if holder == "stopped" and refused == UNMATCHED:
@@ -92,16 +109,40 @@ async def answer_approval(store: SubmitStore, run_id: str, tool_id: str, decisio
     return refused
 
 
-async def _holder(store: SubmitStore, run_id: str, user: str, at_ms: int) -> str:
+async def _holder(store: SubmitStore, run_id: str, user: str, at_ms: int) -> tuple[str, RunPointer | None]:
     """`live` when the caller's run holds its chat's lease (renewed while it waits), `stopped` when it does not
-    (ended, or its process died), `unknown` for a run the caller does not have."""
+    (ended, or its process died), `unknown` for a run the caller does not have; with the run's pointer."""
     pointer = await store.turns.get_run_pointer(run_id, at_ms // 1000)
     if pointer is None or pointer.user_id != user:
-        return "unknown"
+        return "unknown", None
     chat = await store.chats.get_chat(pointer.chat_id, user)
     if chat is None or chat.active_run_id != run_id or (chat.lease_expires_at or 0) <= at_ms:
-        return "stopped"
-    return "live"
+        return "stopped", pointer
+    return "live", pointer
+
+
+async def _waits_in_checkpoint(store: SubmitStore, pointer: RunPointer, tool_id: str, now_s: int) -> bool:
+    """The stopped run still runs and its checkpoint waits for this call: an answer lets it go on."""
+    if store.checkpoints is None:
+        return False
+    checkpoint = await store.checkpoints.get(pointer.run_id, pointer.user_id, now_s)
+    if checkpoint is None or all(call.id != tool_id for call in checkpoint.pending):
+        return False
+    run = await store.turns.get_run(pointer.chat_id, pointer.run_id)
+    return run is not None and run.status == RunStatus.RUNNING
+
+
+async def _continue(store: SubmitStore, pointer: RunPointer) -> None:
+    """Queue the continuation of a stopped run (it goes on only if it kept a checkpoint and all its waits are
+    answered or out of time). A queue that fails leaves it to the idle pass, which queues it again."""
+    job = ContinueRunJob(chat_id=pointer.chat_id, run_id=pointer.run_id, user_id=pointer.user_id)
+    try:
+        await store.work_queue.enqueue(job)
+    except Exception as exc:
+        logger.warning(
+            "a stopped run's continuation could not be queued",
+            extra={"runId": pointer.run_id, "error": type(exc).__name__},
+        )
 
 
 async def _refused(

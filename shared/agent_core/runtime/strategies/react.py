@@ -148,5 +148,5 @@ def _step_event(step: int, decision: ReactDecision, observation: Any) -> ReactSt
 
 async def react_strategy(r: AgentRun) -> AsyncIterator[Event | NextStep]:
     yield RunRoute(mode="react", reason="ReAct prompt strategy")
-    async for item in react_loop(r):
+    async for item in react_loop(r, seed=r.calls_made()):  # a continued run's calls are its earlier steps
         yield item
