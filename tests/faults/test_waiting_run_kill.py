@@ -15,7 +15,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from agent_core.store.sqlite_table import SqliteTable
 from agent_core.store.table import Item, Key
 from tests.support.local_server import local_server
 from tests.support.sse import sse_events
+from tests.support.wait import poll_until
 
 TIMES = "what time is it in Tokyo and in London?"
 PICK = 'ask me to pick "red" or "blue"'
@@ -42,15 +42,6 @@ def _item(data_dir: Path, key: Key) -> Item | None:
         return asyncio.run(SqliteTable(db).get(key))
     finally:
         db.close()
-
-
-def _until(check: Callable[[], Any], what: str, tries: int = 300) -> Any:
-    for _ in range(tries):
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"never saw {what}")
 
 
 def _wait_then_kill(
@@ -69,8 +60,8 @@ def _wait_then_kill(
                 frontend = event["type"] == "tool.end" and waits == 1
                 if len(asked) == waits or frontend:
                     run_id = str(event["runId"])
-                    checkpoint = it.checkpoint_key(run_id)
-                    _until(lambda: _item(data_dir, checkpoint), "the run's checkpoint")
+                    key = it.checkpoint_key(run_id)
+                    poll_until(lambda key=key: _item(data_dir, key), "the run's checkpoint", interval_s=0.05)
                     os.kill(process.pid, signal.SIGKILL)
                     process.wait(timeout=30)
                     return chat_id, run_id, seen
@@ -161,7 +152,7 @@ def test_a_killed_runs_approval_that_timed_out_meanwhile_goes_on_as_a_timeout_at
         for e in seen
         if e["type"] == "tool.approval"
     ]
-    _until(lambda: time.time() > max(w.expires_at for w in waits), "the approvals' expiry", tries=200)
+    poll_until(lambda: time.time() > max(w.expires_at for w in waits), "the approvals' expiry", interval_s=0.1)
 
     # The restarted server continues the run by itself: both calls timed out, told to the model
     with local_server(**env) as (base, _process), httpx.Client(base_url=base, headers=HEADERS, timeout=30) as client:

@@ -178,6 +178,10 @@ class FakeRun:
         found = [m["content"] for m in self.saved if m.get("tool_call_id") == call_id]
         return found[-1] if found else ""
 
+    def calls_made(self) -> list[ToolCall]:
+        wire = [c for m in self.saved for c in m.get("tool_calls") or []]
+        return [ToolCall(id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"]) for c in wire]
+
 
 async def collect(strategy: Strategy, r: FakeRun) -> tuple[list[Event], NextStep]:
     """The events a strategy yields and the one step it ends with (asserted last and single)."""
