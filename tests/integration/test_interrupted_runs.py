@@ -98,7 +98,7 @@ async def test_the_heartbeat_retries_a_failed_renewal_within_the_lease() -> None
         def __init__(self) -> None:
             self.calls: list[int] = []
 
-        async def renew_lease(self, chat_id: str, run_id: str, expires_at: int) -> bool:
+        async def renew_lease(self, chat_id: str, run_id: str, expires_at: int, holder: str | None = None) -> bool:
             self.calls.append(expires_at)
             if len(self.calls) == 1:
                 raise ConnectionError("throttled")

@@ -149,6 +149,9 @@ class Run(Model):
     # The wall-clock ms its lease is taken at when the turn's "now" is overridden (X-Agent-Now): leases
     # and run pointers always run on the wall clock. Never stored.
     lease_at: int | None = Field(None, exclude=True)
+    # The token under which a process that continued the run from its checkpoint holds its lease (None: the
+    # run's first process). Never stored.
+    lease_holder: str | None = Field(None, exclude=True)
 
     @property
     def lease_clock(self) -> int:

@@ -62,6 +62,8 @@ class RunWaits(StoreFrontendBridge):
     async def await_decision(self, tool_call_id: str, timeout_ms: int) -> ApprovalOutcome:
         """The person's decision; `timeout` once the run expired the wait unanswered; `cancelled` when a cancel
         closed it and the time ran out before the run ended; `unavailable` when no wait was opened for the call."""
+        if tool_call_id in self.gone:
+            return ApprovalOutcome("timeout")  # a continued run's wait whose item expired unanswered
         if tool_call_id not in self._open:
             return ApprovalOutcome("unavailable")
         wait = await self.await_answer(tool_call_id, timeout_ms, until=DECIDED)

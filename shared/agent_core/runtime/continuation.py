@@ -17,16 +17,17 @@ waits are all answered or expired.
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Literal
 
 from agent_core.container import RunDeps
 from agent_core.domain.checkpoint import RunCheckpoint
 from agent_core.domain.ids import now_ms
-from agent_core.domain.models import Run, RunStatus, Wait
+from agent_core.domain.models import Run, RunStatus
 from agent_core.memory.calendar import from_ms, zone
 from agent_core.observability import logger
 from agent_core.runtime.envelope import Envelope, envelope_from_wire
-from agent_core.runtime.interrupted import settle_interrupted_run, waiting_runs
+from agent_core.runtime.interrupted import PendingWaits, settle_interrupted_run, waiting_runs
 from agent_core.runtime.loop import TurnRunner
 from agent_core.runtime.turn import PreparedTurn, TurnRequest, history_limit
 from agent_core.usage.budget import Reservation
@@ -46,11 +47,13 @@ async def continue_run(deps: RunDeps, chat_id: str, run_id: str, user_id: str) -
         return "no_checkpoint"
     if not pending.due:
         return "waiting"
-    checkpoint, waits = pending.checkpoint, pending.waits
+    checkpoint = pending.checkpoint
     sent = await _sent_events(deps, run, checkpoint)
     at_ms = now_ms()
-    if not await deps.turns.take_over_lease(chat_id, run_id, at_ms, at_ms + deps.settings.run_lease_ms):
+    holder = uuid.uuid4().hex
+    if not await deps.turns.take_over_lease(chat_id, run_id, at_ms, at_ms + deps.settings.run_lease_ms, holder):
         return "held"  # alive after all, or another process continues it
+    run.lease_holder = holder
     ids = {"chatId": chat_id, "runId": run_id}
     if sent is None:  # its client could not be told where the run goes on: it ends as without a checkpoint
         logger.warning("a waiting run's log does not reach its checkpoint: settled as interrupted", extra=ids)
@@ -64,7 +67,7 @@ async def continue_run(deps: RunDeps, chat_id: str, run_id: str, user_id: str) -
         return "failed"
     logger.info("continuing a run whose process stopped while it waited", extra=ids)
     runner = TurnRunner(turn)
-    prime(runner, sent, waits)
+    prime(runner, sent, pending)
     async for _ in runner.events():
         pass
     return "continued"
@@ -121,7 +124,7 @@ async def _prepared(deps: RunDeps, run: Run, checkpoint: RunCheckpoint, at_ms: i
     return turn
 
 
-def prime(runner: TurnRunner, sent: list[Envelope], waits: list[Wait]) -> None:
+def prime(runner: TurnRunner, sent: list[Envelope], pending: PendingWaits) -> None:
     """The runner goes on from its turn's checkpoint: the events sent before in its replay, its seq after the
     last of them, what the run had produced, and the waits it polls reopened (each until its own expiry)."""
     checkpoint = runner.turn.checkpoint
@@ -136,4 +139,4 @@ def prime(runner: TurnRunner, sent: list[Envelope], waits: list[Wait]) -> None:
     outcome.usage = checkpoint.usage
     outcome.answered_by = checkpoint.answered_by
     outcome.first_token_at = checkpoint.first_token_at
-    runner.run.bridge.reopen(waits)
+    runner.run.bridge.reopen(pending.waits, pending.gone)

@@ -29,6 +29,7 @@ class StoreFrontendBridge:
         # Called once a call starts waiting (runtime/checkpoint.py: the run's step may have become quiet)
         self.on_wait: Callable[[], Awaitable[None]] | None = None
         self._expires_s: dict[str, int] = {}  # reopened waits (a continued run): the WAIT item's own expiry
+        self.gone: set[str] = set()  # reopened calls whose WAIT item expired: no answer can come
 
     async def open_wait(self, tool_call_id: str, timeout_ms: int) -> None:
         """Written before the call's tool.end is sent, so a client that submits on tool.end always matches."""
@@ -43,11 +44,13 @@ class StoreFrontendBridge:
         await self._store.create_wait(wait)
         self._open.append(wait.tool_id)
 
-    def reopen(self, waits: list[Wait]) -> None:
-        """The WAIT items of a run continued in another process: polled as its own, until their own expiry."""
+    def reopen(self, waits: list[Wait], gone: list[str]) -> None:
+        """The WAIT items of a run continued in another process: polled as its own, until their own expiry;
+        the calls in `gone` waited on an item past its expiry (reads skip it): their time ran out."""
         for wait in waits:
             self._open.append(wait.tool_id)
             self._expires_s[wait.tool_id] = wait.expires_at
+        self.gone.update(gone)
 
     async def close(self) -> None:
         """Close the calls still waiting (the run is ending, however it ends: a client that went away, a
@@ -69,6 +72,8 @@ class StoreFrontendBridge:
 
     async def await_answer(self, tool_call_id: str, timeout_ms: int, *, until: tuple[WaitStatus, ...]) -> Wait | None:
         """The WAIT item once its status is one of `until` (no longer open to a submit), or None at the deadline."""
+        if tool_call_id in self.gone:
+            return None
         deadline = time.monotonic() + timeout_ms / 1000
         if tool_call_id in self._expires_s:  # a reopened wait keeps the time it had left
             deadline = min(deadline, time.monotonic() + self._expires_s[tool_call_id] - time.time())

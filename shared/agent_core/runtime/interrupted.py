@@ -56,11 +56,12 @@ async def settle_interrupted_run(
 
 @dataclass(frozen=True)
 class PendingWaits:
-    """A waiting run's checkpoint and the WAIT items of the calls it waits for; `due` when they are all
-    answered or out of time (the run can go on)."""
+    """A waiting run's checkpoint and the WAIT items of the calls it waits for (`gone`: the calls whose item
+    is past its expiry, which reads skip); `due` when they are all answered or out of time (the run can go on)."""
 
     checkpoint: RunCheckpoint
     waits: list[Wait]
+    gone: list[str]
     due: bool
 
 
@@ -77,10 +78,11 @@ class WaitingRuns:
         checkpoint = await self.checkpoints.get(run_id, user_id, now_s)
         if checkpoint is None or not checkpoint.pending:
             return None
-        waits = [await self.waits.get_wait(run_id, call.id) for call in checkpoint.pending]
-        found = [wait for wait in waits if wait is not None]
+        waits = {call.id: await self.waits.get_wait(run_id, call.id) for call in checkpoint.pending}
+        found = [wait for wait in waits.values() if wait is not None]
+        gone = [call_id for call_id, wait in waits.items() if wait is None]
         due = all(wait.status != WaitStatus.WAITING or wait.expires_at <= now_s for wait in found)
-        return PendingWaits(checkpoint, found, due)
+        return PendingWaits(checkpoint, found, gone, due)
 
     async def keep(self, store: TurnStore, chat: Chat, sole_owner: bool) -> Literal["queued", "waiting"] | None:
         """`queued` (its continuation), `waiting` (left for its answer), or None: settle it. A `sole_owner`

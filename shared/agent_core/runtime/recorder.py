@@ -13,7 +13,7 @@ from typing import Any
 
 from agent_core.domain.events import Event, FinishReason, RunError
 from agent_core.domain.ids import sortable_id
-from agent_core.domain.models import Message, Role, RunStatus, ToolCall
+from agent_core.domain.models import INTERRUPTED, Message, Role, RunStatus, ToolCall
 from agent_core.errors import AgentError
 from agent_core.observability import logger
 from agent_core.runtime.composer import separator
@@ -22,6 +22,7 @@ from agent_core.runtime.finish import RunOutcome, abandon_run, persist_run
 from agent_core.runtime.next_step import Ending, FinalAnswer
 from agent_core.runtime.replay import SnapshotBuilder
 from agent_core.runtime.turn import PreparedTurn
+from agent_core.store.base import LeaseTaken
 
 
 class RunRecorder:
@@ -104,6 +105,14 @@ class RunRecorder:
         try:
             await persist_run(turn, self.outcome, status, terminal, self.finish_reason, entries)
             return envelopes
+        except LeaseTaken:
+            # Another process continued this run (this one had lost its lease): the run's end is its to store.
+            logger.warning("the run goes on in another process", extra={"runId": turn.run.run_id})
+            message = "the run goes on in another process: resume its stream to follow it"
+            return [
+                *envelopes[:-1],
+                dataclasses.replace(envelopes[-1], event=RunError(code=INTERRUPTED, message=message)),
+            ]
         except Exception as exc:
             logger.exception("the end of the run could not be stored", extra={"runId": turn.run.run_id})
             code = exc.code if isinstance(exc, AgentError) else "internal_error"

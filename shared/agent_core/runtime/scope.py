@@ -26,6 +26,9 @@ from agent_core.tools.mcp import McpRun, McpWarning
 T = TypeVar("T")
 
 
+LEASE_TAKEN = "lease_taken"  # the cancel reason of a run another process continued
+
+
 class DeadlineReached(Exception):
     """The turn deadline passed: the turn ends with run.error `deadline_exceeded`."""
 
@@ -42,7 +45,16 @@ class RunScope:
         self.deadline = self.started + deadline_ms / 1000 if deadline_ms else None
         local = deps.cancels.register(run.run_id)
         self.cancel = CancelWatch(deps.turns, run.chat_id, run.run_id, local)
-        self.lease = LeaseKeeper(deps.turns, run.chat_id, run.run_id, s.run_heartbeat_ms, s.run_lease_ms, wall_ms)
+        self.lease = LeaseKeeper(
+            deps.turns,
+            run.chat_id,
+            run.run_id,
+            s.run_heartbeat_ms,
+            s.run_lease_ms,
+            wall_ms,
+            holder=run.lease_holder,
+            on_lost=self._lease_lost,
+        )
         self._mcp: McpRun | None = None
 
     async def __aenter__(self) -> RunScope:
@@ -58,6 +70,14 @@ class RunScope:
         self._turn.deps.cancels.unregister(self._turn.run.run_id)
         if self._mcp is not None:
             await self._mcp.aclose()
+
+    async def _lease_lost(self) -> None:
+        """The run's lease is no longer this process's: when the run still holds its chat, another process
+        continued it from its checkpoint, and it stops here (its end is that process's to store)."""
+        run = self._turn.run
+        chat = await self._turn.deps.chats.get_chat(run.chat_id, run.user_id)
+        if chat is not None and chat.active_run_id == run.run_id:
+            self._turn.deps.cancels.signal(run.run_id, LEASE_TAKEN)
 
     async def mcp_tools(self, agent: AgentDefinition) -> tuple[list[Tool], list[McpWarning]] | None:
         """The agent's MCP tools and warnings (one session, closed with the scope); None without MCP servers."""

@@ -63,6 +63,11 @@ class SessionChanged(Exception):
         self.chat = chat
 
 
+class LeaseTaken(Exception):
+    """Another process continued the run from its checkpoint (its lease had expired): this one stores nothing
+    of the run's end (runtime/continuation.py)."""
+
+
 class DuplicateRequest(Exception):
     """The requestId was seen before in this chat; `run` is the run that handled it."""
 
@@ -112,11 +117,12 @@ class TurnStore(Protocol):
 
     async def release_lease(self, chat_id: str, run_id: str) -> bool: ...
 
-    async def renew_lease(self, chat_id: str, run_id: str, expires_at: int) -> bool: ...
+    async def renew_lease(self, chat_id: str, run_id: str, expires_at: int, holder: str | None = None) -> bool: ...
 
-    async def take_over_lease(self, chat_id: str, run_id: str, now_ms: int, expires_at: int) -> bool:
-        """The run's own lease, expired (its process died), taken by the process that continues it (False:
-        it is still held, or no longer the run's)."""
+    async def take_over_lease(self, chat_id: str, run_id: str, now_ms: int, expires_at: int, holder: str) -> bool:
+        """The run's own lease, expired (its process died), taken by the process that continues it under the
+        token `holder` (False: it is still held, or no longer the run's). The run's earlier process, should it
+        still live, can then neither renew the lease nor store the run's end (`LeaseTaken`)."""
         ...
 
     async def get_run(self, chat_id: str, run_id: str) -> Run | None: ...

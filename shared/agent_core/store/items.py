@@ -31,7 +31,7 @@ from agent_core.domain.models import (
     WaitKind,
 )
 from agent_core.store.schema import GSI1, GSI2, GSI3, PK, SHARDS, SK, TTL_ATTRIBUTE, shard
-from agent_core.store.table import Item, Key
+from agent_core.store.table import Atom, Item, Key, eq, not_exists
 
 META = "META"
 SUMMARY = "SUMMARY"
@@ -74,7 +74,16 @@ def lease_index_keys(chat_id: str, taken_at: int) -> dict[str, str]:
 
 
 # A META's lease: the run holding it, its expiry and its place in the lease index, removed together.
-LEASE_ATTRIBUTES = ("activeRunId", "leaseExpiresAt", GSI3.pk, GSI3.sk)
+# The process that continued a run from its checkpoint holds the run's lease under its own token
+# (runtime/continuation.py): the process that ran it before, if it still lives, no longer holds it.
+LEASE_HOLDER = "leaseHolder"
+LEASE_ATTRIBUTES = ("activeRunId", "leaseExpiresAt", LEASE_HOLDER, GSI3.pk, GSI3.sk)
+
+
+def lease_held(run_id: str, holder: str | None) -> tuple[Atom, Atom]:
+    """The chat's lease is this run's, held by this process (`holder`: the token of a continuation; None: the
+    run's first process)."""
+    return eq("activeRunId", run_id), not_exists(LEASE_HOLDER) if holder is None else eq(LEASE_HOLDER, holder)
 
 
 def idle_index_pk(chat_shard: int) -> str:

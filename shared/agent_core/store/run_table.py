@@ -100,19 +100,21 @@ class RunTable(TableRole):
             raise ServiceUnavailable("the chat changed while its lease was released; try again") from None
         return True
 
-    async def renew_lease(self, chat_id: str, run_id: str, expires_at: int) -> bool:
-        """Extend the lease while the run lives (heartbeat); False when it is no longer this run's."""
+    async def renew_lease(self, chat_id: str, run_id: str, expires_at: int, holder: str | None = None) -> bool:
+        """Extend the lease while the run lives (heartbeat); False when it is no longer this run's, or another
+        process continued the run (`holder`: see `items.lease_held`)."""
         try:
             renew = Update(set={"leaseExpiresAt": expires_at})
-            await self.table.update(it.meta_key(chat_id), renew, Condition.of(eq("activeRunId", run_id)))
+            await self.table.update(it.meta_key(chat_id), renew, Condition.of(*it.lease_held(run_id, holder)))
         except ConditionFailed:
             return False
         return True
 
-    async def take_over_lease(self, chat_id: str, run_id: str, now_ms: int, expires_at: int) -> bool:
+    async def take_over_lease(self, chat_id: str, run_id: str, now_ms: int, expires_at: int, holder: str) -> bool:
         condition = Condition.of(eq("activeRunId", run_id), lt("leaseExpiresAt", now_ms))
+        taken = Update(set={"leaseExpiresAt": expires_at, it.LEASE_HOLDER: holder})
         try:
-            await self.table.update(it.meta_key(chat_id), Update(set={"leaseExpiresAt": expires_at}), condition)
+            await self.table.update(it.meta_key(chat_id), taken, condition)
         except ConditionFailed:
             return False
         return True

@@ -11,7 +11,7 @@ from agent_core.domain.session_plan import DAYMARK_TTL_S, SessionPlan
 from agent_core.errors import RunInProgress, ServiceUnavailable
 from agent_core.observability import logger
 from agent_core.store import items as it
-from agent_core.store.base import DuplicateRequest, SessionChanged, TurnContext, TurnStore
+from agent_core.store.base import DuplicateRequest, LeaseTaken, SessionChanged, TurnContext, TurnStore
 from agent_core.store.item_size import item_size
 from agent_core.store.run_table import STILL_RUNNING, RunTable
 from agent_core.store.schema import GSI1, PK, SK
@@ -78,7 +78,8 @@ class TurnTable(RunTable, TurnStore):
                 )
         return UpdateOp(
             it.meta_key(chat.chat_id),
-            Update(set=values, add={"messageCount": add_messages} if add_messages else {}),
+            # a continuation's token on an expired lease taken over goes with it
+            Update(set=values, add={"messageCount": add_messages} if add_messages else {}, remove=(it.LEASE_HOLDER,)),
             free,
         )
 
@@ -188,7 +189,7 @@ class TurnTable(RunTable, TurnStore):
         release = UpdateOp(
             it.meta_key(run.chat_id),
             Update(set=meta_set, add=count, remove=it.LEASE_ATTRIBUTES),
-            Condition.of(eq("activeRunId", run.run_id)),
+            Condition.of(*it.lease_held(run.run_id, run.lease_holder)),
         )
         # Very long turns overflow one transaction: earlier messages go first, the rest commit with the run.
         groups = transaction_groups(puts, reserve_ops=2, reserve_bytes=item_size(run_item) + 2 * OP_OVERHEAD)
@@ -207,6 +208,8 @@ class TurnTable(RunTable, TurnStore):
         if meta is None:
             return  # the chat was deleted while the turn ran: its messages go with it
         if meta.get("activeRunId") == run.run_id:
+            if meta.get(it.LEASE_HOLDER) != run.lease_holder:
+                raise LeaseTaken(f"run {run.run_id} was continued by another process")
             # Still ours: the failed condition was something else that moved meanwhile (retried by the caller).
             raise ServiceUnavailable("the chat changed while the turn ended; try again")
         # The lease expired and another turn took it: keep our messages, leave its lease alone. The META
