@@ -159,7 +159,9 @@ def test_a_killed_runs_approval_that_timed_out_meanwhile_goes_on_as_a_timeout_at
         rest = _resumed(client, run_id, seen[-1]["seq"])
         assert rest[-1]["type"] == "run.complete", [e["type"] for e in rest]
         statuses = [(e["status"], e["reason"]) for e in rest if e["type"] == "tool.result"]
-        assert statuses == [("timeout", "approval_timeout")] * 2, [(e["type"], e.get("toolId"), e.get("status"), e.get("reason"), e.get("toolName")) for e in rest]
+        assert statuses == [("timeout", "approval_timeout")] * 2, [
+            (e["type"], e.get("toolId"), e.get("status"), e.get("reason"), e.get("toolName")) for e in rest
+        ]
         late = {"runId": run_id, "toolId": waits[0].tool_id, "approve": True}
         assert client.post("/api/ap/submit", json=late).json()["accepted"] is False
     assert _run(tmp_path, chat_id, run_id).status == RunStatus.COMPLETED

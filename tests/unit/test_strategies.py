@@ -114,6 +114,19 @@ async def test_react_acts_on_a_tool_call_then_answers() -> None:
     assert r.requests[1].messages[-1] == {"role": "user", "content": "Observation: 12:00"}
 
 
+async def test_react_continued_from_a_checkpoint_sees_its_earlier_calls_as_steps() -> None:
+    # A run continued in another process (runtime/continuation.py) already made a call: the loop goes on after it
+    r = FakeRun(agent(mode="react"), [decision("final_answer", "Noon.")])
+    wire = [{"id": "react_1", "type": "function", "function": {"name": "time", "arguments": "{}"}}]
+    r.saved += [
+        {"role": "assistant", "content": "", "tool_calls": wire},
+        {"role": "tool", "tool_call_id": "react_1", "content": "12:00"},
+    ]
+    _, step = await collect(react_strategy, r)
+    assert step == FinalAnswer("Noon.") and r.executed == []
+    assert r.requests[0].messages[-1] == {"role": "user", "content": "Observation: 12:00"}
+
+
 async def test_react_user_input_ends_the_run_asking() -> None:
     r = FakeRun(agent(mode="react"), [decision("user_input", "Which city?")])
     events, step = await collect(react_strategy, r)

@@ -78,9 +78,10 @@ async def submit(body: SubmitIn, ctx: Ctx, user: User) -> dict[str, Any]:
 async def answer_params(store: SubmitStore, run_id: str, tool_id: str, user: str, params: object) -> dict[str, Any]:
     """A frontend tool's params: one UpdateItem resumes the run (a run whose process stopped goes on from its
     checkpoint: its continuation is queued); a refusal says why."""
-    now_s = int(time.time())
+    at_ms = int(time.time() * 1000)
+    now_s = at_ms // 1000
     if await store.waits.submit_wait(run_id, tool_id, user, params, now_s):
-        holder, pointer = await _holder(store, run_id, user, now_s * 1000)
+        holder, pointer = await _holder(store, run_id, user, at_ms)
         if holder == "stopped" and pointer is not None:
             await _continue(store, pointer)
         return ACCEPTED
