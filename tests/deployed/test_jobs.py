@@ -39,17 +39,6 @@ def scheduler_input(stack: DeployedStack, name: str, when: datetime) -> Any:
     return json.loads(raw.replace(SCHEDULED_TIME, when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")))
 
 
-def receive_all(stack: DeployedStack) -> list[dict[str, Any]]:
-    sqs = stack.account.client("sqs")
-    url = stack.resource("WorkQueue")
-    got: list[dict[str, Any]] = []
-    while True:
-        batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"]).get("Messages", [])
-        if not batch:
-            return got
-        got += batch
-
-
 def _kinds(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     return [(json.loads(m["Body"]).get("kind"), json.loads(m["Body"])) for m in messages]
 
@@ -63,7 +52,7 @@ def carol_chat(stack: DeployedStack) -> str:
     for message in ("I am planning a trip to Kyoto in spring.", "Which temples should I see first?"):
         turn = chat.invoke(http_v2_event("POST", f"/api/v1/conversations/{cid}/chat", {"message": message}, CAROL))
         assert turn["statusCode"] == 200, turn
-    receive_all(stack)  # whatever the turns queued (compaction) is not this module's business
+    stack.receive_all()  # whatever the turns queued (compaction) is not this module's business
     return cid
 
 
@@ -73,7 +62,7 @@ def summary_job(stack: DeployedStack, carol_chat: str) -> dict[str, Any]:
     idle = stack.function("idle_sessions")
     report = idle.invoke(scheduler_input(stack, "idle_sessions", datetime.now(UTC) + timedelta(hours=2)))
     assert report["enqueued"] >= 1, report
-    jobs = [m for m in receive_all(stack) if json.loads(m["Body"]).get("chat_id") == carol_chat]
+    jobs = [m for m in stack.receive_all() if json.loads(m["Body"]).get("chat_id") == carol_chat]
     assert [json.loads(m["Body"])["kind"] for m in jobs] == ["session_summary"], jobs
     return jobs[0]
 
@@ -97,7 +86,7 @@ def test_worker_runs_a_batch_and_reports_only_the_failed_records(
     assert sorted(f["itemIdentifier"] for f in result["batchItemFailures"]) == ["malformed-1", "unknown-kind-1"]
     # The summary was written, so the profile extraction follows on the queue (sent by the worker).
     # It carries the job run id of the pass that enqueued the summary (one run, traceable end to end).
-    follow_up = [(kind, body) for kind, body in _kinds(receive_all(stack)) if kind == "profile"]
+    follow_up = [(kind, body) for kind, body in _kinds(stack.receive_all()) if kind == "profile"]
     summary = json.loads(summary_job["Body"])
     assert [
         (body["chat_id"], body["user_id"], body["session_id"], body.get("job_run_id")) for _, body in follow_up
@@ -113,7 +102,9 @@ def test_daily_summary_enqueues_the_closed_local_day(stack: DeployedStack, carol
         scheduler_input(stack, "daily_summary", midnight.astimezone(UTC) + timedelta(minutes=30))
     )
     assert report["enqueued"] >= 1, report
-    jobs = [body for kind, body in _kinds(receive_all(stack)) if kind == "daily_summary" and body["user_id"] == "carol"]
+    jobs = [
+        body for kind, body in _kinds(stack.receive_all()) if kind == "daily_summary" and body["user_id"] == "carol"
+    ]
     assert [j["date"] for j in jobs] == [today.isoformat()], jobs
 
 
@@ -124,7 +115,7 @@ def test_idle_sessions_keeps_a_summary_whose_enqueue_failed(stack: DeployedStack
     cid = json.loads(created["body"])["conversationId"]
     for message in ("Remind me to renew my passport next month.", "Also book the dentist for Tuesday."):
         chat.invoke(http_v2_event("POST", f"/api/v1/conversations/{cid}/chat", {"message": message}, ERIN))
-    receive_all(stack)
+    stack.receive_all()
     when = datetime.now(UTC) + timedelta(hours=4)
     idle = stack.function("idle_sessions")
     # When the queue refuses the pass's summaries
@@ -133,7 +124,7 @@ def test_idle_sessions_keeps_a_summary_whose_enqueue_failed(stack: DeployedStack
     assert failed["failed"] >= 1 and failed["enqueued"] == 0, failed
     # Then the next pass (five minutes later) still enqueues erin's summary
     idle.invoke(scheduler_input(stack, "idle_sessions", when + timedelta(minutes=5)))
-    kinds = [body["kind"] for _, body in _kinds(receive_all(stack)) if body.get("chat_id") == cid]
+    kinds = [body["kind"] for _, body in _kinds(stack.receive_all()) if body.get("chat_id") == cid]
     assert kinds == ["session_summary"]
 
 

@@ -3,15 +3,23 @@ streamed through the Runtime API as a RESPONSE_STREAM Function URL or the REST A
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 from openai.types.chat import ChatCompletionChunk
 
+from agent_core.config import Settings
+from agent_core.domain.ids import now_ms
+from agent_core.domain.models import RunStatus
+from agent_core.store.dynamodb import DynamoTable
+from agent_core.store.items import checkpoint_key
+from agent_core.store.table_store import TableStore
 from tests.support.deployed.stack import APPROVAL_ZONE, DeployedStack
-from tests.support.lambda_events import http_v2_event, rest_v1_event
+from tests.support.lambda_events import http_v2_event, rest_v1_event, sqs_event
 from tests.support.openai_stub import StubScript
 from tests.support.openai_wire import validate_stream_event
+from tests.support.wait import poll_until
 
 DAVE = {"x-user-id": "dave"}
 
@@ -112,6 +120,80 @@ def test_an_approval_answered_through_the_submit_function_resumes_the_run(stack:
     )
     result = next(e for e in events if e["type"] == "tool.result")
     assert result["status"] == "ok" and result["result"]["timezone"] == APPROVAL_ZONE
+
+
+def _store(stack: DeployedStack) -> TableStore:
+    """The tier's table read through boto3 against moto, as the functions' own store reads it."""
+    client = stack.account.client("dynamodb")
+    return TableStore(DynamoTable(stack.resource("StorageTable"), lambda: client))
+
+
+def test_a_run_whose_instance_died_waiting_on_an_approval_goes_on_through_submit_and_the_worker(
+    stack: DeployedStack,
+) -> None:
+    # Given a run on its own instance of the stream function that waits on an approval (the template's rule),
+    # with its checkpoint stored
+    stack.llm.enqueue(
+        StubScript.tool_calls([{"id": "call_crash", "name": "time", "arguments": {"timezone": APPROVAL_ZONE}}]),
+        StubScript.text("Troll time, ", "after the crash."),
+    )
+    store = _store(stack)
+    doomed = stack.launch("stream")
+    try:
+        doomed.wait_ready()
+        response = doomed.invoke_streaming(
+            http_v2_event("POST", "/api/ap/query", {"message": "the Troll station, after a crash"}, DAVE)
+        )
+        assert response.status == 200
+        received: list[dict[str, Any]] = []
+        for event in response.sse_events():
+            received.append(event)
+            if event["type"] == "tool.approval":
+                break
+        approval = received[-1]
+        assert approval["type"] == "tool.approval", [e["type"] for e in received]
+        run_id, tool_id = approval["runId"], approval["toolId"]
+        chat_id = next(e["chatId"] for e in received if "chatId" in e)
+        poll_until(lambda: asyncio.run(store.table.get(checkpoint_key(run_id))), "the waiting run's checkpoint stored")
+        # When the instance dies (a crash: no shutdown, its lease no longer renewed)
+        doomed.crash()
+    finally:
+        doomed.stop()
+    lease_s = Settings().run_lease_ms / 1000  # the template leaves AGENT_RUN_HEARTBEAT_MS at its default
+
+    def lease_expired() -> bool:
+        chat = asyncio.run(store.get_chat(chat_id, "dave"))
+        assert chat is not None and chat.active_run_id == run_id
+        return (chat.lease_expires_at or 0) <= now_ms()
+
+    poll_until(lease_expired, "the dead instance's lease expired", bound_s=lease_s + 30, interval_s=0.5)
+    # Then the approval answered through the submit function is accepted and queues the run's continuation
+    body = {"runId": run_id, "toolId": tool_id, "approve": True, "reason": "after the crash"}
+    answer = stack.function("submit").invoke(http_v2_event("POST", "/api/ap/submit", body, DAVE))
+    assert json.loads(answer["body"]) == {"accepted": True, "status": "accepted"}, answer
+    queued = [m for m in stack.receive_all() if json.loads(m["Body"]).get("run_id") == run_id]
+    jobs = [json.loads(m["Body"]) for m in queued]
+    denied = [c.operation for c in stack.unexpected_denials()]  # e.g. sqs:SendMessage outside the submit's policy
+    assert [(j["kind"], j["chat_id"], j["user_id"]) for j in jobs] == [("continue_run", chat_id, "dave")], denied
+    # And the worker, given it as the SQS event source delivers it, continues the run
+    result = stack.function("worker").invoke(sqs_event(queued, stack.arn("WorkQueue")))
+    assert result == {"batchItemFailures": []}, result
+    # And the client resuming the run through the stream function gets the rest, after its last event
+    last = received[-1]["seq"]
+    resumed = stack.function("stream").invoke_streaming(
+        http_v2_event("GET", f"/api/ap/runs/{run_id}/events", None, {**DAVE, "last-event-id": str(last)})
+    )
+    assert resumed.status == 200
+    rest = list(resumed.sse_events())
+    kinds = [e["type"] for e in rest]
+    assert [e["seq"] for e in rest] == list(range(last + 1, last + 1 + len(rest))), kinds
+    assert {e["runId"] for e in rest} == {run_id} and kinds[-1] == "run.complete", kinds
+    results = [e for e in rest if e["type"] == "tool.result"]
+    assert [(e["toolId"], e["status"]) for e in results] == [(tool_id, "ok")], results
+    assert results[0]["result"]["timezone"] == APPROVAL_ZONE
+    assert "".join(e["delta"] for e in rest if e["type"] == "content.delta") == "Troll time, after the crash."
+    run = asyncio.run(store.get_run(chat_id, run_id))
+    assert run is not None and run.status == RunStatus.COMPLETED
 
 
 def test_v1_responses_streams_the_event_grammar(stack: DeployedStack) -> None:

@@ -47,7 +47,12 @@ EXERCISED: dict[str, tuple[str, str, str]] = {
     "POWERTOOLS_METRICS_NAMESPACE": ("dev", "chat", "metrics of every function"),
     "AGENT_TABLE_NAME": ("dev", "submit", "the store of every function"),
     "AGENT_DATA_BUCKET": ("dev", "data", "data files, save_file, presigned links"),
-    "AGENT_WORK_QUEUE_URL": ("dev", "idle_sessions", "idle_sessions, daily_summary, worker enqueue"),
+    "AGENT_WORK_QUEUE_URL": (
+        "dev",
+        "submit",
+        "idle_sessions, daily_summary, worker enqueue; submit queues a stopped run's continuation "
+        "(test_a_run_whose_instance_died_waiting_on_an_approval_goes_on_through_submit_and_the_worker)",
+    ),
     "AGENT_LLM_API_KEY_SECRET": ("dev", "chat", "the key sent to the LLM comes from this secret"),
     "OPENAI_BASE_URL": ("dev", "stream", "the loopback LLM"),
     "AGENT_LLM_PROVIDER": ("dev", "chat", "openai in dev: the loopback OpenAI-compatible LLM"),

@@ -176,6 +176,12 @@ class FunctionProcess:
         self._log.flush()
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
+    def crash(self) -> None:
+        """The instance dies as a crashed sandbox does, mid-invocation: SIGKILL to all its processes (the
+        adapter, run.sh, uvicorn), no shutdown, no flush. `stop` then closes its Runtime API."""
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait(timeout=10)
+
     def stop(self) -> None:
         """Stop the function's process group (the process and anything it started)."""
         for sig in (signal.SIGTERM, signal.SIGKILL):

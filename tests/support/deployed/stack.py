@@ -137,6 +137,19 @@ class DeployedStack:
     def arn(self, construct_path: str) -> str:
         return self.account.resolver.attributes[(self.logical_id(construct_path), "Arn")]
 
+    def receive_all(self) -> list[dict[str, Any]]:
+        """Every message the work queue holds now (received, so out of sight for its visibility timeout)."""
+        sqs = self.account.client("sqs")
+        url = self.resource("WorkQueue")
+        got: list[dict[str, Any]] = []
+        while True:
+            batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"]).get(
+                "Messages", []
+            )
+            if not batch:
+                return got
+            got += batch
+
     def report(self) -> list[FunctionReport]:
         by_key = self.proxy.actions_by_key()
         actions: dict[str, set[str]] = {}
