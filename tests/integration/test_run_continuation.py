@@ -9,7 +9,6 @@ the store-level checks; the whole-run cases run on SQLite and moto.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 import pytest
@@ -27,35 +26,10 @@ from agent_core.store import items as it
 from agent_core.store.base import LeaseTaken
 from agent_core.store.run_log import RunLogStore
 from agent_core.store.table import Table
-from tests.support.approvals import approval_context, decision, live_run, run_writer
-from tests.support.fake_llm import Reply, ScriptedLlm
+from tests.support.approvals import approval_context, crash_while_waiting, decision, live_run, run_writer, writes
 from tests.support.wait import apoll_until
 
 USER = "u"
-
-
-class Outage(ConnectionError):
-    pass
-
-
-class DyingTable:
-    """A table that stops answering once `dead` is set: what a crashed process leaves (nothing more lands)."""
-
-    def __init__(self, table: Table) -> None:
-        self._table = table
-        self.dead = False
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._table, name)
-        if not callable(attr):
-            return attr
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            if self.dead:
-                raise Outage("the process is gone")
-            return await attr(*args, **kwargs)
-
-        return call
 
 
 class Recorded:
@@ -69,36 +43,6 @@ class Recorded:
 
     async def enqueue_many(self, jobs: list[Job]) -> None:
         self.jobs.extend(jobs)
-
-
-def _writes(*ids: str) -> ScriptedLlm:
-    calls = [(cid, "write_note", {"path": f"{cid}.txt", "content": "hi"}) for cid in ids]
-    return ScriptedLlm(Reply(tool_calls=calls), Reply(text="done"))
-
-
-async def _crash_while_waiting(table: Table, ids: tuple[str, ...]) -> tuple[AppContext, Any, list[dict[str, Any]]]:
-    """A run of the dying instance waits on approvals for `ids`, keeps its checkpoint, then its process dies;
-    returns the living instance's context, the tool, and the events the client had."""
-    dying = DyingTable(table)
-    dead_context, _ = approval_context(_writes(*ids), dying)  # type: ignore[arg-type]
-    seen: list[dict[str, Any]] = []
-    asked = asyncio.Event()
-
-    async def person(event: dict[str, Any]) -> None:
-        seen.append(event)
-        if sum(e["type"] == "tool.approval" for e in seen) == len(ids):
-            asked.set()
-
-    run = asyncio.create_task(run_writer(dead_context, "write notes", person))
-    await asyncio.wait_for(asked.wait(), 30)
-    run_id = seen[-1]["runId"]
-    await apoll_until(lambda: table.get(it.checkpoint_key(run_id)), "the run's checkpoint")
-    dying.dead = True  # the process dies: nothing it does from here reaches the table
-    run.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await run
-    living, tool = approval_context(ScriptedLlm(Reply(text="done")), table)  # the model's next step: the answer
-    return living, tool, seen
 
 
 async def _expire_lease(table: Table, chat_id: str) -> None:
@@ -123,7 +67,7 @@ def durable_table(request: pytest.FixtureRequest) -> Table:
 async def test_an_approval_answered_after_the_crash_continues_the_run_on_another_instance(
     durable_table: Table,
 ) -> None:
-    living, tool, seen = await _crash_while_waiting(durable_table, ("c1", "c2"))
+    living, tool, seen = await crash_while_waiting(durable_table, ("c1", "c2"))
     first = seen[0]
     run_id, chat_id = first["runId"], first["chatId"]
     # While the dead run's lease has not run out, nothing is continued: it may still be alive
@@ -151,9 +95,16 @@ async def test_an_approval_answered_after_the_crash_continues_the_run_on_another
     assert snapshot[0]["type"] == "request.query" and snapshot[-1]["type"] == "run.complete"
     results = {e["toolId"]: e["status"] for e in snapshot if e["type"] == "tool.result"}
     assert results == {"c1": "ok", "c2": "denied"}
-    # Its log continues the stream the client had, from the next seq
-    log = await living.deps.run_log.read(run_id, USER, seen[-1]["seq"], now_ms() // 1000)  # type: ignore[union-attr]
-    assert log.events[0]["seq"] == seen[-1]["seq"] + 1 and log.events[-1]["type"] == "run.complete"
+    # Its log continues the stream the client had, from the next seq (its last batch lands as the run closes)
+    run_log = living.deps.run_log
+    assert run_log is not None
+
+    async def logged() -> list[dict[str, Any]] | None:
+        events = (await run_log.read(run_id, USER, seen[-1]["seq"], now_ms() // 1000)).events
+        return events if events and events[-1]["type"] == "run.complete" else None
+
+    events = await apoll_until(logged, "the continued run's logged end")
+    assert events[0]["seq"] == seen[-1]["seq"] + 1
     # The stored messages answer each call once, after the call
     messages = [m for m in (await living.deps.chats.recent_messages(chat_id, None, 50)).items if m.run_id == run_id]
     assert [m.role for m in messages] == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.TOOL, Role.ASSISTANT]
@@ -165,7 +116,7 @@ async def test_an_approval_answered_after_the_crash_continues_the_run_on_another
 async def test_an_approval_accepted_just_before_the_crash_runs_once_when_the_idle_pass_continues_it(
     durable_table: Table,
 ) -> None:
-    living, tool, seen = await _crash_while_waiting(durable_table, ("c1",))
+    living, tool, seen = await crash_while_waiting(durable_table, ("c1",))
     first = seen[0]
     run_id, chat_id = first["runId"], first["chatId"]
     # The answer was accepted while the run still held its lease, then its process died before acting on it
@@ -186,7 +137,7 @@ async def test_an_approval_accepted_just_before_the_crash_runs_once_when_the_idl
 async def test_a_dead_run_still_waiting_is_left_for_its_answer_and_a_stopped_run_without_checkpoint_is_settled(
     durable_table: Table,
 ) -> None:
-    living, _tool, seen = await _crash_while_waiting(durable_table, ("c1",))
+    living, _tool, seen = await crash_while_waiting(durable_table, ("c1",))
     first = seen[0]
     await _expire_lease(durable_table, first["chatId"])
     queue = Recorded()
@@ -209,7 +160,7 @@ async def test_the_first_process_still_alive_stops_and_stores_nothing_once_anoth
     durable_table: Table,
 ) -> None:
     # Given a run waiting on an approval in a process with a quick heartbeat
-    context, tool = approval_context(_writes("c1"), durable_table, AGENT_RUN_HEARTBEAT_MS="100")
+    context, tool = approval_context(writes("c1"), durable_table, AGENT_RUN_HEARTBEAT_MS="100")
     events: list[dict[str, Any]] = []
     asked = asyncio.Event()
 
@@ -238,7 +189,7 @@ async def test_the_first_process_still_alive_stops_and_stores_nothing_once_anoth
 
 async def test_the_lease_of_a_continued_run_belongs_to_its_token(any_table: Table) -> None:
     run = await live_run(any_table, "r1", "c1", USER)
-    context, _ = approval_context(_writes("x"), any_table)
+    context, _ = approval_context(writes("x"), any_table)
     turns = context.deps.turns
     now = now_ms()
     # A lease still running is not taken over; an expired one is, by one process only
@@ -263,7 +214,7 @@ async def test_the_lease_of_a_continued_run_belongs_to_its_token(any_table: Tabl
 
 async def test_a_new_turn_on_a_lease_a_continuation_let_expire_holds_it_as_its_own(any_table: Table) -> None:
     await live_run(any_table, "r1", "c1", USER)
-    context, _ = approval_context(_writes("x"), any_table)
+    context, _ = approval_context(writes("x"), any_table)
     await _expire_lease(any_table, "c1")
     assert await context.deps.turns.take_over_lease("c1", "r1", now_ms(), now_ms() - 1, "t1")  # then it died too
     prepared = await prepare_turn(
@@ -276,7 +227,7 @@ async def test_a_new_turn_on_a_lease_a_continuation_let_expire_holds_it_as_its_o
 
 
 async def test_an_approved_call_is_claimed_once(any_table: Table) -> None:
-    context, _ = approval_context(_writes("x"), any_table)
+    context, _ = approval_context(writes("x"), any_table)
     waits = context.deps.waits
     wait = Wait(run_id="r1", tool_id="c1", user_id=USER, kind=WaitKind.APPROVAL, expires_at=now_ms() // 1000 + 60)
     await waits.create_wait(wait)
@@ -291,7 +242,7 @@ async def test_an_approved_call_is_claimed_once(any_table: Table) -> None:
 
 
 async def test_answers_for_a_stopped_run_queue_its_continuation_only_with_a_checkpoint(any_table: Table) -> None:
-    context, _ = approval_context(_writes("x"), any_table)
+    context, _ = approval_context(writes("x"), any_table)
     deps = context.deps
     queue = Recorded()
     deps.work_queue = queue  # type: ignore[assignment]

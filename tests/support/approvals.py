@@ -3,6 +3,8 @@ with a hook answering its events (as a person would)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
@@ -18,8 +20,9 @@ from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn
 from agent_core.store import items as it
 from agent_core.store.table import Table
 from agent_core.tools.base import Tool, ToolContext
-from tests.support.fake_llm import ScriptedLlm
+from tests.support.fake_llm import Reply, ScriptedLlm
 from tests.support.fixtures import make_settings
+from tests.support.wait import apoll_until
 
 
 class WriteArgs(BaseModel):
@@ -123,3 +126,58 @@ class SerialClient:
                 return attr(*args, **kwargs)
 
         return serial
+
+
+class Outage(ConnectionError):
+    pass
+
+
+class DyingTable:
+    """A table that stops answering once `dead` is set: what a crashed process leaves (nothing more lands)."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self.dead = False
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._table, name)
+        if not callable(attr):
+            return attr
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            if self.dead:
+                raise Outage("the process is gone")
+            return await attr(*args, **kwargs)
+
+        return call
+
+
+def writes(*ids: str) -> ScriptedLlm:
+    """A model that calls `write_note` once per id, then answers "done"."""
+    calls = [(cid, "write_note", {"path": f"{cid}.txt", "content": "hi"}) for cid in ids]
+    return ScriptedLlm(Reply(tool_calls=calls), Reply(text="done"))
+
+
+async def crash_while_waiting(table: Table, ids: tuple[str, ...]) -> tuple[AppContext, Any, list[dict[str, Any]]]:
+    """A run of the dying instance waits on approvals for `ids`, keeps its checkpoint, then its process dies;
+    returns the living instance's context, the tool, and the events the client had."""
+    dying = DyingTable(table)
+    dead_context, _ = approval_context(writes(*ids), dying)  # type: ignore[arg-type]
+    seen: list[dict[str, Any]] = []
+    asked = asyncio.Event()
+
+    async def person(event: dict[str, Any]) -> None:
+        seen.append(event)
+        if sum(e["type"] == "tool.approval" for e in seen) == len(ids):
+            asked.set()
+
+    run = asyncio.create_task(run_writer(dead_context, "write notes", person))
+    await asyncio.wait_for(asked.wait(), 30)
+    run_id = seen[-1]["runId"]
+    await apoll_until(lambda: table.get(it.checkpoint_key(run_id)), "the run's checkpoint")
+    dying.dead = True  # the process dies: nothing it does from here reaches the table
+    run.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await run
+    living, tool = approval_context(ScriptedLlm(Reply(text="done")), table)  # the model's next step: the answer
+    return living, tool, seen
