@@ -75,9 +75,10 @@ class StoreFrontendBridge:
         if tool_call_id in self.gone:
             return None
         deadline = time.monotonic() + timeout_ms / 1000
-        if tool_call_id in self._expires_s:  # a reopened wait keeps the time it had left
-            deadline = min(deadline, time.monotonic() + self._expires_s[tool_call_id] - time.time())
         delay = self.first_poll_s
+        if tool_call_id in self._expires_s:  # a reopened wait keeps the time it had left; its answer is in
+            deadline = min(deadline, time.monotonic() + self._expires_s[tool_call_id] - time.time())
+            delay = 0.0
         self.waiting.add(tool_call_id)
         try:
             if self.on_wait is not None:
