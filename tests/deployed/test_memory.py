@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.deployed.test_jobs import receive_all
 from tests.support.deployed.stack import DeployedStack
 from tests.support.lambda_events import rest_v1_event, sqs_event
 from tests.support.openai_stub import StubScript
@@ -28,7 +27,7 @@ def _json(response: dict[str, Any]) -> Any:
 
 def _run_jobs(stack: DeployedStack, kind: str) -> list[dict[str, Any]]:
     """The queued jobs of `kind`, run by the worker as its SQS event source would deliver them."""
-    messages = [m for m in receive_all(stack) if json.loads(m["Body"]).get("kind") == kind]
+    messages = [m for m in stack.receive_all() if json.loads(m["Body"]).get("kind") == kind]
     if messages:
         result = stack.function("worker").invoke(sqs_event(messages, stack.arn("WorkQueue")))
         assert result["batchItemFailures"] == [], result
@@ -37,7 +36,7 @@ def _run_jobs(stack: DeployedStack, kind: str) -> list[dict[str, Any]]:
 
 def test_an_imported_conversation_is_summarised_indexed_and_searched_as_deployed(stack: DeployedStack) -> None:
     chat = stack.function("chat")
-    receive_all(stack)  # what earlier modules left on the queue is not this test's
+    stack.receive_all()  # what earlier modules left on the queue is not this test's
     body = {"title": "running", "messages": [{"role": r, "content": c, "createdAt": t} for r, c, t in CONVERSATION]}
     imported = chat.invoke(rest_v1_event("POST", "/api/ap/chats/import", body, IDA))
     assert imported["statusCode"] == 201, imported

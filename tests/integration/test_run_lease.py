@@ -54,9 +54,9 @@ class DrivenHeartbeat:
         await wake.wait()
 
     def keeper(
-        self, store: TurnStore, chat_id: str, run_id: str, heartbeat_ms: int, lease_ms: int, clock: Any
+        self, store: TurnStore, chat_id: str, run_id: str, heartbeat_ms: int, lease_ms: int, clock: Any, **kw: Any
     ) -> LeaseKeeper:
-        return LeaseKeeper(store, chat_id, run_id, heartbeat_ms, lease_ms, self.clock, self.sleep)
+        return LeaseKeeper(store, chat_id, run_id, heartbeat_ms, lease_ms, self.clock, self.sleep, **kw)
 
     def wait_asleep(self) -> float:
         """Block until the keeper sleeps towards its next beat (it has started, or its last renewal is done)."""
