@@ -8,7 +8,10 @@ images: `PLAYGROUND_SCREENSHOTS_DIR=docs/images .venv/bin/python -m pytest tests
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import sqlite3
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,10 +20,14 @@ from typing import Any
 import httpx
 import pytest
 
+from agent_core.store import items as it
+from agent_core.store.embedded import DATABASE_FILE
 from tests.support.cut_proxy import cut_proxy
 from tests.support.links import unsigned
 from tests.support.local_server import local_server
 from tests.support.openai_stub import OpenAiStub, StubScript
+from tests.support.server import free_port
+from tests.support.wait import poll_until
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is a test dependency (make install)")
 expect = playwright_api.expect
@@ -565,6 +572,55 @@ def test_approval_cards_approve_one_call_and_deny_another(browser: Any, gated: s
     expect(london).to_have_attribute("data-status", "denied")
     expect(london.locator(".result")).to_contain_text("approval_denied")
     expect(london.locator(".result")).to_contain_text("not London")
+    page.context.close()
+
+
+def _checkpointed(data_dir: Path) -> bool:
+    """A run in the directory's database has stored its checkpoint (it waits on people)."""
+    with contextlib.closing(sqlite3.connect(data_dir / DATABASE_FILE)) as db:
+        return db.execute("SELECT 1 FROM items WHERE sk = ?", (it.CHECKPOINT,)).fetchone() is not None
+
+
+def test_approval_cards_outlive_a_server_crash_and_the_run_goes_on_after_the_restart(
+    browser: Any, tmp_path: Path
+) -> None:
+    # The server is killed (SIGKILL) while the page shows two approval cards; it starts again on the same
+    # address and data. The page reconnects to the run's stream by itself, the person answers the cards, and
+    # the run goes on from its checkpoint on the new process: the same message, each call's outcome, one answer.
+    env = {
+        "AGENT_TOOL_APPROVAL": '{"time": "always"}',
+        "AGENT_DATA_DIR": str(tmp_path),
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+    }
+    port = free_port()
+    with local_server(port=port, **env) as (base, process):
+        page = _page(browser, base, "survivor")
+        _send(page, "what time is it in Tokyo and in London?")
+        forms = page.get_by_test_id("approval-form")
+        expect(forms).to_have_count(2)
+        poll_until(lambda: _checkpointed(tmp_path), "the waiting run's checkpoint", interval_s=0.05)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    with local_server(port=port, **env):
+        tokyo = page.get_by_test_id("tool-card").filter(has_text="Asia/Tokyo")
+        london = page.get_by_test_id("tool-card").filter(has_text="Europe/London")
+        tokyo.get_by_role("button", name="Approve").click()
+        expect(tokyo.get_by_test_id("approval-outcome")).to_have_text("approved")
+        london.get_by_label("reason").fill("not London")
+        london.get_by_role("button", name="Deny").click()
+        expect(london.get_by_test_id("approval-outcome")).to_have_text("denied")
+        _done(page, 1)
+        expect(tokyo).to_have_attribute("data-status", "ok")
+        expect(london).to_have_attribute("data-status", "denied")
+        expect(page.get_by_test_id("error")).to_be_hidden()
+        assert page.get_by_test_id("message-assistant").count() == 1
+        # And a reload replays the whole run once, from the store
+        page.reload()
+        page.locator("#token").fill("survivor")
+        page.locator("#token").press("Enter")
+        page.get_by_test_id("chat-list").locator("li button").first.click()
+        expect(page.get_by_test_id("tool-card")).to_have_count(2)
+        expect(page.get_by_test_id("message-assistant")).to_have_count(1)
     page.context.close()
 
 

@@ -15,18 +15,20 @@ from tests.support.wait import accepts, poll_until
 
 @contextmanager
 def local_server(
-    python: str = sys.executable, cwd: str | None = None, **env_overrides: str
+    python: str = sys.executable, cwd: str | None = None, port: int | None = None, **env_overrides: str
 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """Start the server (with `python`, in `cwd`); its data lives in a fresh temporary directory unless
-    AGENT_DATA_DIR is given (pass the same one to two servers in turn to test a restart)."""
+    """Start the server (with `python`, in `cwd`, on `port` or a free one); its data lives in a fresh
+    temporary directory unless AGENT_DATA_DIR is given (pass the same one, and the same port, to two servers
+    in turn to test a restart behind one address)."""
     with ExitStack() as stack:
         if "AGENT_DATA_DIR" not in env_overrides:
             env_overrides["AGENT_DATA_DIR"] = stack.enter_context(tempfile.TemporaryDirectory(prefix="agent-core-"))
-        yield from _serve(python, cwd, env_overrides)
+        yield from _serve(python, cwd, env_overrides, port or free_port())
 
 
-def _serve(python: str, cwd: str | None, env_overrides: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    port = free_port()
+def _serve(
+    python: str, cwd: str | None, env_overrides: dict[str, str], port: int
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_", "OPENAI_", "AWS_"))}
     env.update(env_overrides)
     process = subprocess.Popen(

@@ -466,11 +466,12 @@ async function send(message) {
 
 // A run goes on on the server when the page's connection drops (a network change, a sleeping laptop): the page
 // asks for the events after the last one it showed (GET api/ap/runs/{runId}/events, Last-Event-ID: its seq),
-// on any server instance, and shows each event once. Reconnects back off; a few in a row that bring nothing
-// (or a 404/410: the run or its log is gone) end the attempt.
+// on any server instance, and shows each event once. Reconnects back off over about half a minute (a server
+// that crashed and restarts is back by then; a run that waited on an answer goes on from its checkpoint); a
+// few in a row that bring nothing (or a 404/410: the run or its log is gone) end the attempt.
 const TERMINAL_TYPES = ["run.complete", "run.error", "run.cancel"];
-const RESUME_TRIES = 5;
-const RESUME_BACKOFF_MS = [200, 500, 1000, 2000, 4000];
+const RESUME_BACKOFF_MS = [200, 500, 1000, 2000, 4000, 8000, 8000, 8000];
+const RESUME_TRIES = RESUME_BACKOFF_MS.length;
 
 function noteEvent(followed, event) {
   if (event.seq) followed.seq = Math.max(followed.seq, event.seq);
