@@ -104,8 +104,10 @@ class Api:
                 yield json.loads(message.data)
 
 
-RESUME_TRIES = 5  # reconnects in a row that bring nothing new before the client gives up
-RESUME_BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 4.0)
+# Reconnects back off over about half a minute (a server that crashed and restarts is back by then; a run that
+# waited on an answer goes on from its checkpoint), then the client gives up.
+RESUME_BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0)
+RESUME_TRIES = len(RESUME_BACKOFF_S)  # reconnects in a row that bring nothing new before the client gives up
 
 
 @dataclass
