@@ -253,24 +253,24 @@ class ResponsesEncoder(WireEncoderBase[Wire]):
     def _holds(self, native_id: str, name: str) -> bool:
         return name in self.gated and name not in self.client_tools and native_id not in self.approved
 
-    def _held_part(self, event: Event) -> bool:
-        """Whether the event belongs to a held call (its args and end are kept; its approval decides it)."""
+    def _held_part(self, event: Event) -> None:
+        """A held call's arguments and end are kept (its approval, or any other event after its end, decides it)."""
         match event:
             case ToolArgs(tool_id=native, delta=delta) if native in self._held:
                 self._held[native].arguments.append(delta)
-                return True
             case ToolEnd(tool_id=native) if native in self._held:
                 self._held[native].ended = True
-                return True
-        return False
 
     def _settle_held(self, event: Event) -> list[Wire]:
-        """Held calls whose end this event follows, and which it does not ask approval for, shown now."""
-        if not self._held or self._held_part(event):
+        """Held calls whose end this event follows, and which it does not ask approval for, shown now (a call
+        that asks has its `tool.approval` right after its end); then the event's own part of a held call kept."""
+        if not self._held:
             return []
         asked = event.tool_id if isinstance(event, ToolApproval) else None
         ended = [native_id for native_id, held in self._held.items() if held.ended and native_id != asked]
-        return [frame for native_id in ended for frame in self._show(native_id)]
+        frames = [frame for native_id in ended for frame in self._show(native_id)]
+        self._held_part(event)
+        return frames
 
     def _show(self, native_id: str) -> list[Wire]:
         """A held call as the mcp_call it is: added, its arguments in one delta, done when they ended."""
