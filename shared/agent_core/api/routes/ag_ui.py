@@ -114,9 +114,7 @@ def run_request_id(run_id: str, input_items: list[dict[str, Any]]) -> str:
     return f"agui_{hashlib.sha256(given.encode()).hexdigest()[:32]}"
 
 
-async def _reconnect(
-    body: RunAgentInput, ctx: AppContext, user: str, last_event_id: str | None, request_id: str
-) -> Response | None:
+async def _reconnect(body: RunAgentInput, ctx: AppContext, user: str, last_event_id: str | None) -> Response | None:
     """The answer to a reconnect or a re-post: the thread's run under this `runId` that is going on, or that
     ended and was started by this very input, its events again; None when the request is neither (it starts a
     run; a run of this input whose process died is run again, as a repeated requestId's is)."""
@@ -127,7 +125,10 @@ async def _reconnect(
         encoder = AgUiEncoder.of_run(body.thread_id, body.run_id, run)  # the client's tools: learnt from its events
         frames = resumed_frames(encoder, run, await run_log_events(ctx.deps, run), after)
         return stream_frames(ctx, frames, lambda f: encoder.sse(f.frame), ids=lambda f: f.id)
-    ended = await ctx.deps.turns.run_for_request(chat.chat_id, request_id) if chat is not None else None
+    if chat is None:
+        return Response(status_code=204) if after is not None else None
+    request_id = run_request_id(body.run_id, _new_input(body))  # (a reconnect to a running run reads no input)
+    ended = await ctx.deps.turns.run_for_request(chat.chat_id, request_id)
     if ended is None or ended.client_run_id != body.run_id or ended.status == RunStatus.RUNNING:
         return Response(status_code=204) if after is not None else None
     return await _ended(body, ctx, ended, after)
@@ -159,11 +160,11 @@ async def _run(
 ) -> Response:
     if not body.thread_id or len(body.thread_id) > MAX_THREAD_ID:
         raise InvalidRequest(f"threadId must have 1 to {MAX_THREAD_ID} characters", param="threadId")
-    input_items = _new_input(body)
-    request_id = run_request_id(body.run_id, input_items)
-    reconnected = await _reconnect(body, ctx, user, last_event_id, request_id)
+    reconnected = await _reconnect(body, ctx, user, last_event_id)
     if reconnected is not None:
         return reconnected
+    input_items = _new_input(body)
+    request_id = run_request_id(body.run_id, input_items)
     tools = function_tools([t for t in body.tools or [] if t.name != APPROVAL_TOOL])
     client_tools = frozenset(t.name for t in tools)
     try:
