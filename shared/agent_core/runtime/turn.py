@@ -21,7 +21,6 @@ from agent_core.errors import (
     NotFound,
     RunInProgress,
     ServiceUnavailable,
-    TooManyRequests,
 )
 from agent_core.memory.calendar import to_ms, zone
 from agent_core.memory.compaction import CompactionPolicy, needs_compaction
@@ -29,6 +28,7 @@ from agent_core.memory.profile import profile_block
 from agent_core.memory.recall import recall_block
 from agent_core.memory.session_rules import plan_session
 from agent_core.runtime.agents import AgentDefinition
+from agent_core.runtime.answered import Answered, admit_or_answered
 from agent_core.runtime.approvals import ApprovalMode, DecidedCall
 from agent_core.runtime.interrupted import settle_interrupted_run
 from agent_core.runtime.release import release_failed_run
@@ -122,7 +122,7 @@ async def _open_chat(
     if chat_id is None:
         profile = await deps.memory_store.get_profile(req.user_id)
         agent = deps.agents.get(req.agent_key)
-        await _admit(deps, req, admission, agent, profile, None)
+        await admit_or_answered(deps, admission, turn_model(deps, req, agent), turn_zone(deps, req, profile), req)
         req.message = await deps.screen_input(agent, req.message, req.input_checked)  # before the chat opens
         chat = Chat(
             chat_id=new_chat_id(),
@@ -142,49 +142,9 @@ async def _open_chat(
     if context is None:
         raise NotFound("conversation not found", param=req.chat_param, code="conversation_not_found")
     agent = deps.agents.get(req.agent_key or context.chat.agent_key)
-    await _admit(deps, req, admission, agent, context.profile, chat_id)
+    await admit_or_answered(deps, admission, turn_model(deps, req, agent), turn_zone(deps, req, context.profile), req)
     req.message = await deps.screen_input(agent, req.message, req.input_checked)
     return context.chat, context.summary, context.profile, False, context.records_version
-
-
-class _Answered(Exception):
-    """A repeated requestId whose run completed, met by a budget refusal: its stored result is the answer."""
-
-    def __init__(self, result: TurnResult) -> None:
-        super().__init__("the request was answered already")
-        self.result = result
-
-
-async def _admit(
-    deps: RunDeps,
-    req: TurnRequest,
-    admission: Admission,
-    agent: AgentDefinition,
-    profile: Profile | None,
-    chat_id: str | None,
-) -> None:
-    """The turn's budget check. A refusal (429) of a repeated requestId whose run completed gives way to that
-    run's stored result (`_Answered`): its answer costs nothing. The request marker is read only on a refusal;
-    a request that was never answered is refused (begin_turn finds the other duplicates, after the check)."""
-    try:
-        await admission.admit(turn_model(deps, req, agent), turn_zone(deps, req, profile))
-    except TooManyRequests:
-        result = await _stored_result(deps, req, chat_id)
-        if result is None:
-            raise
-        raise _Answered(result) from None
-
-
-async def _stored_result(deps: RunDeps, req: TurnRequest, chat_id: str | None) -> TurnResult | None:
-    """The stored result of the user's completed run for `req.request_id` in the chat (for a first message: the
-    chat that request opened), or None."""
-    if req.request_id is None:
-        return None
-    chat_id = chat_id or await deps.chats.first_request_chat(req.user_id, req.request_id)
-    run = await deps.turns.run_for_request(chat_id, req.request_id) if chat_id else None
-    if run is None or run.user_id != req.user_id or run.status != RunStatus.COMPLETED:
-        return None
-    return run.result
 
 
 def turn_model(deps: RunDeps, req: TurnRequest, agent: AgentDefinition) -> str:
@@ -217,7 +177,7 @@ async def prepare_turn(
         if not req.continuation:
             validate_message(req.message, deps.settings.max_message_bytes)
         prepared = await _prepare(deps, req, at_ms, admission)
-    except _Answered as answered:  # refused by the budget, but the request was answered already
+    except Answered as answered:  # refused by the budget, but the request was answered already
         return answered.result
     except BaseException:
         await asyncio.shield(admission.release())
