@@ -168,6 +168,11 @@ def test_a_call_awaiting_approval_shows_only_as_its_request_then_as_the_mcp_call
     assert again == [(e.sequence_number, e.type) for e in events if e.sequence_number > 0]
     request = first.output[0]
     assert request.type == "mcp_approval_request"
+    # And the conversation lists it as that request too
+    assert first.conversation is not None
+    pending = client.conversations.items.list(first.conversation.id, order="asc").data
+    assert [item.type for item in pending] == ["message", "mcp_approval_request"]
+    assert pending[1].id == request.id and pending[1].name == "write_note" and pending[1].arguments == request.arguments
     # When it is approved, the next response runs it as an mcp_call naming the request it answers
     openai_stub.enqueue(StubScript.text("Written."))
     second = _answer(client, first.id, request.id, True)

@@ -31,9 +31,20 @@ def _ran(owner: Message, result: Message | None) -> bool:
     return result is not None and owner.run_id is not None and result.run_id is not None
 
 
-def _call(call: ToolCall, owner: Message, result: Message | None, server_label: str) -> Wire:
-    """A call that ran server-side is an mcp_call (with the approval request a later run's call answered);
-    the client answered the others."""
+def unanswered_calls(messages: list[Message]) -> list[tuple[str, str]]:
+    """(run id, call id) of each call of a run with no result yet: awaiting a client's output, or an approval."""
+    answered = {m.tool_call_id for m in messages if m.role == Role.TOOL}
+    calls = [(m.run_id, c.id) for m in messages if m.role == Role.ASSISTANT and m.run_id for c in m.tool_calls]
+    return [(run_id, call_id) for run_id, call_id in calls if call_id not in answered]
+
+
+def _call(call: ToolCall, owner: Message, result: Message | None, server_label: str, asked: frozenset[str]) -> Wire:
+    """A call that ran server-side is an mcp_call (with the approval request a later run's call answered), one
+    that awaits approval (`asked`) its mcp_approval_request; the client answered the others."""
+    if result is None and call.id in asked and owner.run_id is not None:
+        label, tool = mcp_names(call.name, server_label)
+        request = {"id": approval_request_id(owner.run_id, call.id), "type": "mcp_approval_request"}
+        return {**request, "server_label": label, "name": tool, "arguments": call.arguments}
     if result is not None and _ran(owner, result):
         label, tool = mcp_names(call.name, server_label)
         item: Wire = {"id": f"mcp_{call.id}", "type": "mcp_call", "server_label": label, "name": tool}
@@ -44,8 +55,11 @@ def _call(call: ToolCall, owner: Message, result: Message | None, server_label: 
     return {**item, "arguments": call.arguments, "status": "completed"}
 
 
-def conversation_items(messages: list[Message], server_label: str = "agent") -> list[Wire]:
-    """A chat's messages (oldest first) as conversation items; summaries left out."""
+def conversation_items(
+    messages: list[Message], server_label: str = "agent", asked: frozenset[str] = frozenset()
+) -> list[Wire]:
+    """A chat's messages (oldest first) as conversation items; summaries left out. `asked`: the calls handed
+    over for approval and not run yet."""
     normal = [m for m in messages if m.kind == Kind.NORMAL]
     results = {m.tool_call_id: m for m in normal if m.role == Role.TOOL and m.tool_call_id}
     owners = {call.id: m for m in normal if m.role == Role.ASSISTANT for call in m.tool_calls}
@@ -58,7 +72,7 @@ def conversation_items(messages: list[Message], server_label: str = "agent") -> 
         elif message.role == Role.ASSISTANT:
             if message.content:
                 items.append(_message(message, "assistant", "output_text"))
-            items += [_call(c, message, results.get(c.id), server_label) for c in message.tool_calls]
+            items += [_call(c, message, results.get(c.id), server_label, asked) for c in message.tool_calls]
         elif message.role == Role.TOOL and message.tool_call_id:
             owner = owners.get(message.tool_call_id)
             if owner is not None and _ran(owner, message):
