@@ -125,8 +125,10 @@ class ResponsesEncoder(WireEncoderBase[Wire]):
                 return self._open_text(native, "reasoning")
             case ContentEnd(content_id=native) | ReasoningEnd(reasoning_id=native):
                 return self._close_text(native, "completed")
-            case ToolStart(tool_id=native, tool_name=name) | ActionStart(action_id=native, action_name=name):
+            case ToolStart(tool_id=native, tool_name=name):
                 return self._start_call(native, name)
+            case ActionStart(action_id=native, action_name=name):
+                return self._open_call(native, name)
             case ToolEnd(tool_id=native) | ActionEnd(action_id=native):
                 return self._args_done(native)
             case ToolResult(tool_id=native, result=result, status=status, reason=reason):
