@@ -279,8 +279,10 @@ def test_an_approval_is_a_frontend_tool_call_whose_result_continues_the_next_run
     assert not any(e.type == EventType.TOOL_CALL_START for e in after)  # the call was the last run's
     assert any(e.type == EventType.TEXT_MESSAGE_CONTENT and e.delta == "Noted." for e in after)
     assert tool.executions == ["call_n"] and audit_approvals(audit) == [("call_n", "approved")]
-    # And the same answer again is refused before any work (the call is answered)
-    again = httpx.post(_api(base_url), json=body, headers={"Authorization": "Bearer user-a"})
+    # And the same input again (the same runId) gets that run's events again: nothing is decided or run twice
+    assert _run(base_url, body) == after
+    # While the same answer in another run is refused before any work (the call is answered)
+    again = httpx.post(_api(base_url), json={**body, "runId": "r-3"}, headers={"Authorization": "Bearer user-a"})
     assert again.status_code == 422 and again.json()["error"]["code"] == "approval_request_not_found"
     assert tool.executions == ["call_n"] and len(openai_stub.requests) == 2
 

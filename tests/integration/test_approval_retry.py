@@ -122,7 +122,11 @@ def test_a_decision_whose_turn_cannot_open_waits_for_the_retry_and_the_call_runs
     assert retried.status_code == 200, retried.text
     assert "Noted." in retried.text
     assert tool.executions == ["call_n"] and audit_approvals(audit) == [("call_n", "approved")]
-    # And the same request once more is refused before any work (the call was run)
+    # And the same request once more is refused before any work (the call was run); on AG-UI the same
+    # RunAgentInput (its runId) is that run asked for again: its events again, nothing decided or run
     again = httpx.post(approve["url"], json=approve["json"], headers=USER)
-    assert again.json()["error"]["code"] in ("approval_already_decided", "approval_request_not_found")
+    if ask is _ask_ag_ui:
+        assert again.status_code == 200 and _data(again) == _data(retried)
+    else:
+        assert again.json()["error"]["code"] in ("approval_already_decided", "approval_request_not_found")
     assert tool.executions == ["call_n"] and len(openai_stub.requests) == 2

@@ -11,7 +11,7 @@ from openai.types.responses import Response
 
 from agent_core.context import AppContext
 from agent_core.domain.approval import parse_policy
-from tests.support.approvals import RecordingTool
+from tests.support.approvals import BIG_NOTES, RecordingTool
 from tests.support.openai_stub import OpenAiStub, StubScript
 from tests.support.responses_app import wait_status
 
@@ -144,3 +144,74 @@ def test_a_background_answer_and_a_retried_create_decide_once(
     # And the retry answered with the first attempt's Response: the note was written once
     assert created[0].id == created[1].id and created[1].output_text == "Second note written."
     assert note_tool.executions == ["call_n", "call_m"]
+
+
+def test_a_call_awaiting_approval_shows_only_as_its_request_then_as_the_mcp_call_that_answers_it(
+    client: openai.OpenAI, openai_stub: OpenAiStub, note_tool: RecordingTool
+) -> None:
+    # Given a model that calls a gated tool, streamed
+    openai_stub.enqueue(
+        StubScript.tool_calls([{"id": "call_n", "name": "write_note", "arguments": {"path": "a.txt", "content": "hi"}}])
+    )
+    with client.responses.stream(model="main-agent", input="write a note") as stream:
+        events = list(stream)
+        first = stream.get_final_response()
+    # Then the call shows only as its mcp_approval_request: no mcp_call item nor mcp_call event, live or stored
+    added = [e.item.type for e in events if e.type == "response.output_item.added"]
+    assert added == ["mcp_approval_request"]
+    assert [e.type for e in events if e.type.startswith("response.mcp_call")] == []
+    assert [o.type for o in first.output] == ["mcp_approval_request"]
+    assert [o.type for o in client.responses.retrieve(first.id).output] == ["mcp_approval_request"]
+    # And the stream encoded again from the run's log is the live one
+    with client.responses.retrieve(first.id, stream=True, starting_after=0) as resumed:
+        again = [(e.sequence_number, e.type) for e in resumed]
+    assert again == [(e.sequence_number, e.type) for e in events if e.sequence_number > 0]
+    request = first.output[0]
+    assert request.type == "mcp_approval_request"
+    # And the conversation lists it as that request too
+    assert first.conversation is not None
+    pending = client.conversations.items.list(first.conversation.id, order="asc").data
+    assert [item.type for item in pending] == ["message", "mcp_approval_request"]
+    assert pending[1].id == request.id and pending[1].name == "write_note" and pending[1].arguments == request.arguments
+    # When it is approved, the next response runs it as an mcp_call naming the request it answers
+    openai_stub.enqueue(StubScript.text("Written."))
+    second = _answer(client, first.id, request.id, True)
+    call = next(o for o in second.output if o.type == "mcp_call")
+    assert call.approval_request_id == request.id and call.status == "completed"
+    # And the conversation lists it as that mcp_call (with its output), not as a client's function call
+    assert second.conversation is not None
+    items = client.conversations.items.list(second.conversation.id, order="asc").data
+    assert [item.type for item in items] == ["message", "mcp_call", "message"]
+    listed = items[1]
+    assert listed.type == "mcp_call" and listed.name == "write_note" and listed.approval_request_id == request.id
+    assert listed.output is not None and "a.txt" in listed.output
+    assert note_tool.executions == ["call_n"]
+
+
+def test_a_gated_call_that_asks_nobody_shows_as_the_mcp_call_it_is(
+    client: openai.OpenAI, context: AppContext, openai_stub: OpenAiStub, note_tool: RecordingTool
+) -> None:
+    # Given a tool whose calls need approval only for big notes, and a small one
+    context.deps.tools.approvals["write_note"] = [parse_policy(BIG_NOTES)]
+    openai_stub.enqueue(
+        StubScript.tool_calls([{"id": "call_s", "name": "write_note", "arguments": {"path": "s.txt", "content": "hi"}}])
+    )
+    openai_stub.enqueue(StubScript.text("Small note written."))
+    with client.responses.stream(model="main-agent", input="write a small note") as stream:
+        events = list(stream)
+        response = stream.get_final_response()
+    # Then it ran at once and streamed as an mcp_call: added, in progress, its arguments, completed, done
+    assert note_tool.executions == ["call_s"]
+    mcp = [e.type for e in events if "mcp" in e.type or getattr(getattr(e, "item", None), "type", "") == "mcp_call"]
+    assert mcp == [
+        "response.output_item.added",
+        "response.mcp_call.in_progress",
+        "response.mcp_call_arguments.delta",
+        "response.mcp_call_arguments.done",
+        "response.mcp_call.completed",
+        "response.output_item.done",
+    ]
+    assert [o.type for o in response.output] == ["mcp_call", "message"]
+    call = response.output[0]
+    assert call.type == "mcp_call" and call.status == "completed" and call.approval_request_id is None
+    assert call.arguments == '{"path": "s.txt", "content": "hi"}' and response.output_text == "Small note written."

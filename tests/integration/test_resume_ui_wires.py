@@ -26,9 +26,11 @@ from agent_core.api import routes
 from agent_core.api.app import build_app
 from agent_core.context import AppContext, build_context
 from agent_core.llm.openai_client import OpenAiLlmClient
+from agent_core.store import items as it
 from agent_core.store.memory_table import MemoryTable
-from agent_core.store.schema import SK
-from agent_core.store.table import Condition, Item, Key, Put, Update, WriteOp
+from agent_core.store.schema import PK, SK
+from agent_core.store.table import Condition, Item, Key, Put, SkRange, Update, WriteOp
+from agent_core.wires.client_turn import client_chat_id
 from tests.support.approvals import RecordingTool
 from tests.support.client_approvals import gate_writer
 from tests.support.fixtures import make_settings
@@ -480,3 +482,52 @@ async def test_a_client_tool_call_costs_no_wait_item_write(
     # Then the turn writes what a plain turn writes (the chat, the turn's start, its end), no WAIT item
     assert not any(k.startswith("WAIT#") for _, keys in client_turn for k in keys), client_turn
     assert [op for op, _ in client_turn] == [op for op, _ in plain] == ["put", "transact", "transact"]
+
+
+async def _drop_run_logs(table: LogTable, chat_id: str) -> None:
+    """The event logs of the chat's runs deleted (as when their time to live is over)."""
+    runs = await table.query(it.chat_pk(chat_id), SkRange(begins_with=it.RUN_PREFIX))
+    for run in runs.items:
+        logs = await table.query(it.run_pk(str(run["runId"])), SkRange(begins_with=it.LOG_PREFIX))
+        for item in logs.items:
+            await table.delete({PK: item[PK], SK: item[SK]})
+
+
+async def test_ag_ui_repost_of_an_ended_run_gets_its_events_again_and_new_messages_start_another(
+    instances: tuple[str, str], stub: OpenAiStub, client: httpx.AsyncClient, table: LogTable
+) -> None:
+    a, b = instances
+    stub.enqueue(StubScript.text("It is ", "ten ", "in Tokyo."))
+    body = _ag_ui_body("thread-e", "run-1", "Tokyo time?")
+    # Given an AG-UI run that ended
+    whole = await Stream().start(client, "POST", f"{a}/api/ag-ui", json=body).done()
+    assert AG_UI_EVENT.validate_json(_data(whole[-1])).type == "RUN_FINISHED"
+    asked = len(stub.requests)
+    # When the client posts the same RunAgentInput again (same runId, no Last-Event-ID), on another instance
+    again = Stream().start(client, "POST", f"{b}/api/ag-ui", json=body)
+    # Then it gets that run's events again, byte for byte, from its log: no second run
+    assert await again.done() == whole and again.status == 200 and len(stub.requests) == asked
+    # With a Last-Event-ID it gets those after it; after the last one there is nothing left: 204
+    cut = Stream().start(client, "POST", f"{b}/api/ag-ui", json=body, headers={"Last-Event-ID": _id(whole[2])})
+    assert await cut.done() == whole[3:]
+    late = await client.post(f"{b}/api/ag-ui", json=body, headers={"Last-Event-ID": _id(whole[-1])})
+    assert late.status_code == 204
+    # And once the run's log is gone, its stored replay stands in (from RUN_STARTED to RUN_FINISHED)
+    await _drop_run_logs(table, client_chat_id("alice", "thread-e"))
+    replayed = [
+        AG_UI_EVENT.validate_json(_data(m))
+        for m in await Stream().start(client, "POST", f"{b}/api/ag-ui", json=body).done()
+    ]
+    assert [replayed[0].type, replayed[-1].type] == ["RUN_STARTED", "RUN_FINISHED"]
+    assert "".join(e.delta for e in replayed if e.type == "TEXT_MESSAGE_CONTENT") == "It is ten in Tokyo."
+    assert len(stub.requests) == asked
+    # When the same runId comes with a new message, that is another run
+    stub.enqueue(StubScript.text("Nine in Paris."))
+    answered = {"id": "a1", "role": "assistant", "content": "It is ten in Tokyo."}
+    follow = {**body, "messages": [*body["messages"], answered, {"id": "m2", "role": "user", "content": "Paris?"}]}
+    later = [
+        AG_UI_EVENT.validate_json(_data(m))
+        for m in await Stream().start(client, "POST", f"{b}/api/ag-ui", json=follow).done()
+    ]
+    assert "".join(e.delta for e in later if e.type == "TEXT_MESSAGE_CONTENT") == "Nine in Paris."
+    assert len(stub.requests) == asked + 1

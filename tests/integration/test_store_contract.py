@@ -360,6 +360,9 @@ async def test_begin_turn_with_a_seen_request_id_raises_duplicate_request_with_t
     assert finished.value.run.result is not None
     assert finished.value.run.result.assistant_message == "forty-two"
     assert await store.get_run(chat.chat_id, late.run_id) is None
+    # And its request marker names it to a reader (one that was never seen names nothing)
+    assert await store.run_for_request(chat.chat_id, "req-R") == done
+    assert await store.run_for_request(chat.chat_id, "req-unseen") is None
 
 
 async def test_finish_turn_persists_messages_run_and_releases_the_lease(store: TableStore) -> None:

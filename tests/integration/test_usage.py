@@ -21,7 +21,8 @@ from agent_core.errors import BudgetExceeded
 from agent_core.store.dynamodb import DynamoTable
 from agent_core.store.items import budget_key
 from agent_core.store.memory_table import MemoryTable
-from agent_core.store.table import Table
+from agent_core.store.schema import SK
+from agent_core.store.table import Item, Key, Table
 from agent_core.usage.ledger import UsageRecord
 from agent_core.usage.meter import UsageMeter
 from tests.support.fake_llm import ScriptedLlm
@@ -288,6 +289,53 @@ async def test_a_replayed_request_gives_its_reservation_back() -> None:
     today = datetime.now(UTC).date().isoformat()
     assert context.deps.usage is not None
     assert (await context.deps.usage.budget.spent("alice", today))["tokens"] == 15
+
+
+class _MarkerReads(MemoryTable):
+    """A memory table that counts the reads of request markers (REQ# items)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.marker_reads = 0
+
+    async def get(self, key: Key) -> Item | None:
+        self.marker_reads += str(key[SK]).startswith("REQ#")
+        return await super().get(key)
+
+
+async def test_a_repeated_request_id_is_answered_from_its_run_even_over_budget() -> None:
+    # Given a budget of 20 tokens a day (a turn spends 15) and a user who asked two questions with requestIds
+    table = _MarkerReads()
+    context = _context(table, AGENT_USAGE_DAILY_TOKEN_BUDGET=20, AGENT_USAGE_RESERVE_TOKENS=10)
+    async with _client(context) as client:
+        first = await client.post("/api/ap/query", json={"message": "first", "requestId": "q-1"})
+        [done] = [e for e in events_in(first.text) if e["type"] == "run.complete"]
+        chatted = await _chat(client, "second", request_id="c-1")
+        assert chatted.status_code == 200
+        await context.background.join()
+        # (an admitted turn never reads a request marker: the lookup is for a refusal only)
+        assert table.marker_reads == 0
+        # When the user, now over budget, sends each request again (the first one opened its chat)
+        again = await client.post("/api/ap/query", json={"message": "first", "requestId": "q-1"})
+        cid = chatted.request.url.path.split("/")[-2]
+        repeated = await client.post(
+            f"/api/v1/conversations/{cid}/chat", json={"message": "second"}, headers={"X-Request-Id": "c-1"}
+        )
+        # Then each is answered with what its run stored: no refusal, no model call
+        replayed = events_in(again.text)
+        assert replayed[-1]["type"] == "run.complete" and replayed[-1]["requestId"] == done["requestId"] == "q-1"
+        assert not [e for e in replayed if e["type"] == "run.error"]
+        assert repeated.status_code == 200 and repeated.json() == chatted.json()
+        # While a request never answered is refused, on the stream and on the buffered route
+        new = events_in((await client.post("/api/ap/query", json={"message": "x", "requestId": "q-2"})).text)
+        assert [(e["type"], e["code"]) for e in new] == [("run.error", "budget_exceeded")]
+        refused = await client.post(
+            f"/api/v1/conversations/{cid}/chat", json={"message": "third"}, headers={"X-Request-Id": "c-2"}
+        )
+        assert refused.status_code == 429 and refused.json()["error"]["code"] == "budget_exceeded"
+        await context.background.join()
+        usage = (await client.get("/api/ap/usage")).json()
+        assert usage["totals"]["runs"] == 2
 
 
 class _Atomic(DynamoTable):

@@ -38,7 +38,7 @@ from agent_core.usage.ledger import UsageRecord
 from agent_core.wires.client_turn import client_chat_id
 from tests.integration.test_ui_stream import _chat as ui_chat
 from tests.support.fixtures import make_settings
-from tests.support.openai_stub import OpenAiStub
+from tests.support.openai_stub import OpenAiStub, StubScript
 from tests.support.sse import data_in, events_in
 
 DAY = "2026-11-26"
@@ -209,6 +209,31 @@ async def test_ag_ui_ends_with_run_error(limited: AppContext, base_url: str) -> 
     assert failed.metadata == {"retryAfter": TO_MIDNIGHT, "limit": "daily_budget", "remaining": {"tokens": 0}}
     assert await limited.deps.chats.get_chat(client_chat_id(SPENT, "t-1"), SPENT) is None
     await _nothing_stored(limited, SPENT)
+
+
+async def test_ag_ui_gives_an_ended_run_again_to_a_user_now_over_budget(
+    limited: AppContext, base_url: str, openai_stub: OpenAiStub
+) -> None:
+    # Given a user's AG-UI run that ended, then their budget spent
+    openai_stub.enqueue(StubScript.text("Hello there."))
+    message = {"id": "m1", "role": "user", "content": "hello"}
+    body = {"threadId": "t-2", "runId": "run-1", "state": {}, "messages": [message], "tools": [], "context": []}
+    async with httpx.AsyncClient(base_url=base_url.removesuffix("/v1"), timeout=30) as client:
+        ran = await client.post("/api/ag-ui", json=body, headers=_headers("later"))
+        meter = limited.deps.usage
+        assert ran.status_code == 200 and meter is not None
+        for day in {DAY, datetime.now(UTC).date().isoformat()}:
+            spend = UsageRecord("later", day, "gpt-4.1-mini", f"run:after-{day}", Usage(prompt_tokens=20), runs=1)
+            await meter.ledger.record(spend)
+        # When they post the same RunAgentInput again, and another run
+        again = await client.post("/api/ag-ui", json=body, headers=_headers("later"))
+        other = await client.post("/api/ag-ui", json={**body, "runId": "run-2"}, headers=_headers("later"))
+    # Then the ended run's events come again (no refusal: nothing runs), while the new run is refused
+    assert again.status_code == 200 and data_in(again.text) == data_in(ran.text)
+    assert AG_UI_EVENTS.validate_json(data_in(again.text)[-1]).type == EventType.RUN_FINISHED
+    refused = [AG_UI_EVENTS.validate_json(r) for r in data_in(other.text)]
+    assert (refused[-1].type, refused[-1].code) == (EventType.RUN_ERROR, "budget_exceeded")
+    assert len(openai_stub.requests) == 1
 
 
 async def test_the_ui_stream_ends_with_an_error_part_the_ai_sdk_reads(

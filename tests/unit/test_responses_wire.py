@@ -25,6 +25,7 @@ from agent_core.domain.events import (
     RunCancel,
     RunComplete,
     RunError,
+    ToolApproval,
     ToolArgs,
     ToolEnd,
     ToolResult,
@@ -94,6 +95,30 @@ RUNS: dict[str, list[Event]] = {
         ToolStart(tool_id="t2", tool_name="time", tool_type="builtin"),
         RunError(code="llm_unavailable", message="the model could not be reached"),
     ],
+    "approval_requested": [
+        *_tool("t1", "write_note", '{"path": "a.txt"}'),
+        ToolApproval(tool_id="t1", tool_name="write_note", args={"path": "a.txt"}, reason="always"),
+        RunComplete(finish_reason="tool_calls", usage=USAGE),
+    ],
+    "gated_calls_that_ask_nobody": [
+        ToolStart(tool_id="t1", tool_name="write_note", tool_type="builtin"),
+        ToolArgs(tool_id="t1", delta='{"path": ', chunk_index=0),
+        ToolStart(tool_id="t2", tool_name="time", tool_type="builtin"),
+        ToolArgs(tool_id="t1", delta='"a.txt"}', chunk_index=1),
+        ToolStart(tool_id="t3", tool_name="write_note", tool_type="builtin"),
+        ToolEnd(tool_id="t1"),
+        ToolEnd(tool_id="t2"),
+        ToolEnd(tool_id="t3"),
+        ToolResult(tool_id="t2", result={"time": "18:00"}, status="ok"),
+        ToolResult(tool_id="t3", result={"written": "b.txt"}, status="ok"),
+        ToolResult(tool_id="t1", result={"written": "a.txt"}, status="ok"),
+        RunComplete(finish_reason="stop", usage=USAGE),
+    ],
+    "failure_with_a_held_call": [
+        ToolStart(tool_id="t1", tool_name="write_note", tool_type="builtin"),
+        ToolArgs(tool_id="t1", delta='{"pa', chunk_index=0),
+        RunError(code="llm_unavailable", message="the model could not be reached"),
+    ],
     "cancel_with_open_items": [
         ContentStart(content_id="c1"),
         ContentDelta(content_id="c1", delta="Half"),
@@ -115,7 +140,8 @@ def _encoder(status: str = "in_progress") -> ResponsesEncoder:
         body, response_id="resp_abc", created_at=1_700_000_000, model="main-agent", status=status,
         conversation_id="c_1",
     )  # fmt: skip
-    return ResponsesEncoder(skeleton, client_tools=frozenset({"get_weather"}), server_label="main-agent")
+    client_tools, gated = frozenset({"get_weather"}), frozenset({"write_note"})
+    return ResponsesEncoder(skeleton, client_tools=client_tools, server_label="main-agent", gated=gated)
 
 
 def _stream(events: list[Event]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -133,6 +159,9 @@ def test_every_streamed_event_and_the_response_validate(run: str) -> None:
     assert [(e["type"], validate_stream_event(e)) for e in wire] == [(e["type"], []) for e in wire]
     assert validate_response(response) == []
     assert [e["sequence_number"] for e in wire] == list(range(len(wire)))
+    # Items are added in output order (the SDK appends each added item and finds it by its output_index)
+    added = [e["output_index"] for e in wire if e["type"] == "response.output_item.added"]
+    assert added == list(range(len(added))) == list(range(len(response["output"])))
 
 
 @pytest.mark.parametrize("run", RUNS)
@@ -168,6 +197,36 @@ def test_the_paths_reach_every_kind_of_event_the_encoder_emits() -> None:
         "response.failed",
         "error",
     }
+
+
+def test_a_gated_call_is_held_until_its_end_says_what_it_is() -> None:
+    # A call that awaits approval is only its mcp_approval_request
+    wire, response = _stream(RUNS["approval_requested"])
+    assert [o["type"] for o in response["output"]] == ["mcp_approval_request"]
+    assert not [e for e in wire if e["type"].startswith("response.mcp_call")]
+    # Calls that ask nobody are shown once the event after their end comes, in that order, with all their
+    # arguments; a call not gated (t2) is shown as it starts
+    wire, response = _stream(RUNS["gated_calls_that_ask_nobody"])
+    shown = [e["item"].get("name") for e in wire if e["type"] == "response.output_item.added"]
+    assert shown == ["time", "write_note", "write_note"]
+    assert [(o["type"], o["status"]) for o in response["output"]] == [("mcp_call", "completed")] * 3
+    assert response["output"][1]["arguments"] == '{"path": "a.txt"}'
+    # as soon as any event follows their end (another held call's end too)
+    encoder = _encoder()
+    starts = [ToolStart(tool_id=n, tool_name="write_note", tool_type="builtin") for n in ("t1", "t2")]
+    for event in [*starts, ToolArgs(tool_id="t1", delta="{}", chunk_index=0), ToolEnd(tool_id="t1")]:
+        assert encoder.encode(event) == []
+    shown = encoder.encode(ToolEnd(tool_id="t2"))
+    assert [(e["type"], e.get("item", {}).get("name")) for e in shown][:2] == [
+        ("response.output_item.added", "write_note"),
+        ("response.mcp_call.in_progress", None),
+    ]
+    # A held call the run's end cuts off is shown, then closed incomplete
+    wire, response = _stream(RUNS["failure_with_a_held_call"])
+    assert [(o["type"], o["status"], o["arguments"]) for o in response["output"]] == [
+        ("mcp_call", "incomplete", '{"pa')
+    ]
+    assert response["status"] == "failed"
 
 
 def test_a_queued_response_validates() -> None:

@@ -90,3 +90,28 @@ def ended_unstarted(run: Run, terminal: Event, at_ms: int, question: str | None)
         events.insert(0, RequestQuery(message=question, agent_key=run.agent_key))
     ids = (run.run_id, run.chat_id, run.request_id)
     return [Envelope(e, seq, at_ms, *ids).wire() for seq, e in enumerate(events, start=1)]
+
+
+_UNFOLDED = {
+    "content.snapshot": ("content", "contentId", "delta", "text"),
+    "reasoning.snapshot": ("reasoning", "reasoningId", "delta", "text"),
+    "tool.snapshot": ("tool", "toolId", "args", "args"),
+    "action.snapshot": ("action", "actionId", "args", "args"),
+}
+_NAMES = {"tool": ("toolName", "toolType"), "action": ("actionName",)}
+
+
+def unfolded(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """A replay entry as the native events it folds (a snapshot: its start, its text or arguments in one
+    delta, its end; each with the entry's seq), for an encoder that takes native events."""
+    shape = _UNFOLDED.get(str(entry.get("type")))
+    if shape is None:
+        return [entry]
+    family, key, phase, body = shape
+    head = {"seq": entry["seq"], "timestamp": entry["timestamp"], "runId": entry["runId"], key: entry[key]}
+    start = {**head, "type": f"{family}.start", **{name: entry[name] for name in _NAMES.get(family, ())}}
+    events = [start]
+    if entry.get(body):
+        piece = {"delta": entry[body], **({"chunkIndex": 0} if phase == "args" else {})}
+        events.append({**head, "type": f"{family}.{phase}", **piece})
+    return [*events, {**head, "type": f"{family}.end"}]

@@ -98,6 +98,11 @@ async def log_events(deps: RunDeps, pointer: RunPointer, after: int) -> AsyncGen
     return None
 
 
+def stored_replay(deps: RunDeps, run: Run) -> AsyncGenerator[Wire, None]:
+    """A finished run's events from its first, as its stored replay keeps them (410 when it has none)."""
+    return _from_replay(deps, run, 0)
+
+
 def _from_replay(deps: RunDeps, run: Run, after: int) -> AsyncGenerator[Wire, None]:
     """A finished run whose log cannot serve the stream: its stored replay, when it is exact (the client has
     nothing yet, or everything already), else 410."""

@@ -28,6 +28,7 @@ from agent_core.memory.profile import profile_block
 from agent_core.memory.recall import recall_block
 from agent_core.memory.session_rules import plan_session
 from agent_core.runtime.agents import AgentDefinition
+from agent_core.runtime.answered import Answered, admit_or_answered
 from agent_core.runtime.approvals import ApprovalMode, DecidedCall
 from agent_core.runtime.interrupted import settle_interrupted_run
 from agent_core.runtime.release import release_failed_run
@@ -121,7 +122,7 @@ async def _open_chat(
     if chat_id is None:
         profile = await deps.memory_store.get_profile(req.user_id)
         agent = deps.agents.get(req.agent_key)
-        await admission.admit(turn_model(deps, req, agent), turn_zone(deps, req, profile))
+        await admit_or_answered(deps, admission, turn_model(deps, req, agent), turn_zone(deps, req, profile), req)
         req.message = await deps.screen_input(agent, req.message, req.input_checked)  # before the chat opens
         chat = Chat(
             chat_id=new_chat_id(),
@@ -141,7 +142,7 @@ async def _open_chat(
     if context is None:
         raise NotFound("conversation not found", param=req.chat_param, code="conversation_not_found")
     agent = deps.agents.get(req.agent_key or context.chat.agent_key)
-    await admission.admit(turn_model(deps, req, agent), turn_zone(deps, req, context.profile))
+    await admit_or_answered(deps, admission, turn_model(deps, req, agent), turn_zone(deps, req, context.profile), req)
     req.message = await deps.screen_input(agent, req.message, req.input_checked)
     return context.chat, context.summary, context.profile, False, context.records_version
 
@@ -176,6 +177,8 @@ async def prepare_turn(
         if not req.continuation:
             validate_message(req.message, deps.settings.max_message_bytes)
         prepared = await _prepare(deps, req, at_ms, admission)
+    except Answered as answered:  # refused by the budget, but the request was answered already
+        return answered.result
     except BaseException:
         await asyncio.shield(admission.release())
         raise

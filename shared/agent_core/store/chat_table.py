@@ -61,6 +61,10 @@ class ChatTable(TableRole, ChatStore):
                 ) from failed
             return first  # this very call's chat when an earlier attempt of it committed (its answer lost)
 
+    async def first_request_chat(self, user_id: str, request_id: str) -> str | None:
+        marker = await self.table.get(it.first_request_key(user_id, request_id))
+        return str(marker["chatId"]) if marker is not None else None
+
     async def get_chat(self, chat_id: str, user_id: str) -> Chat | None:
         item = await self.table.get(it.meta_key(chat_id))
         if item is None or item.get("userId") != user_id:

@@ -166,6 +166,10 @@ class TurnTable(RunTable, TurnStore):
         pointer = RunPointer(run_id=run.run_id, chat_id=run.chat_id, user_id=run.user_id)
         return Put(it.pointer_to_item(pointer, run.lease_clock // 1000 + it.POINTER_TTL_S))
 
+    async def run_for_request(self, chat_id: str, request_id: str) -> Run | None:
+        """The run a request id of the chat began (its request marker's), or None: one read when there is none."""
+        return await self._run_for_request(chat_id, request_id)
+
     async def _run_for_request(self, chat_id: str, request_id: str) -> Run | None:
         marker = await self.table.get(it.request_key(chat_id, request_id))
         return await self.get_run(chat_id, marker["runId"]) if marker else None

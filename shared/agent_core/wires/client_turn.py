@@ -73,6 +73,7 @@ async def start_client_turn(
     input_param: str = "messages",
     client_run_id: str | None = None,
     ui_message_id: str | None = None,
+    request_id: str | None = None,
 ) -> PreparedTurn:
     """Check the input, create the caller's chat on first use, and take its lease (4xx errors before output).
 
@@ -81,12 +82,12 @@ async def start_client_turn(
     handed to the client (the run ends with it); its answer (`approval_item`) comes in a later request and is
     decided here, once, before the turn runs the call (`wires/approval_answers.py`). `client_run_id` is the
     client's own id for the run (AG-UI's runId), kept with the run for a reconnect to name it; `ui_message_id`
-    the UI message the run continues, kept with it for a resume to encode the stream as the live one did.
+    the UI message the run continues, kept with it for a resume to encode the stream as the live one did;
+    `request_id` the turn's request id (its marker names the run: a client's repeated request finds it).
     """
     try:
-        return await _start(
-            deps, user_id, client_id, input_items, agent_key, tools, now, public_base_url, client_run_id, ui_message_id
-        )
+        ids = (client_run_id, ui_message_id, request_id)
+        return await _start(deps, user_id, client_id, input_items, agent_key, tools, now, public_base_url, ids)
     except AgentError as error:
         if error.param and error.param.startswith("input"):
             error.param = input_param
@@ -102,8 +103,7 @@ async def _start(
     tools: list[FunctionToolParam] | None,
     now: datetime | None,
     public_base_url: str,
-    client_run_id: str | None,
-    ui_message_id: str | None,
+    ids: tuple[str | None, str | None, str | None],  # the run's client run id, UI message id and request id
 ) -> PreparedTurn:
     given = turn_input(input=input_items, tools=tools or [])  # 4xx before any read
     chat_id = client_chat_id(user_id, client_id)
@@ -155,7 +155,7 @@ async def _start(
             )
             await deps.chats.create_chat(chat)
         plan.chat = chat
-        plan.client_run_id, plan.ui_message_id = client_run_id, ui_message_id
+        plan.client_run_id, plan.ui_message_id, plan.request_id = ids
         return await open_turn(plan)
     except BaseException:
         await asyncio.shield(admission.release())

@@ -26,7 +26,8 @@ from agent_core.domain.models import Chat, Run, RunPointer, RunStatus
 from agent_core.errors import InvalidRequest, ResumeUnavailable
 from agent_core.observability import logger
 from agent_core.runtime.envelope import Envelope, envelope_from_wire
-from agent_core.runtime.resume import ResumeBroken, log_events
+from agent_core.runtime.replay import unfolded
+from agent_core.runtime.resume import ResumeBroken, log_events, stored_replay
 from agent_core.wires.encoder import Identified, WireEncoder, identified
 
 F = TypeVar("F")
@@ -72,6 +73,25 @@ async def run_log_events(deps: RunDeps, run: Run) -> AsyncGenerator[Wire, None]:
     if events is None:
         raise ResumeUnavailable("the run's event log cannot continue this stream", param="Last-Event-ID")
     return events
+
+
+async def ended_run_events(deps: RunDeps, run: Run, *, from_start: bool) -> AsyncGenerator[Wire, None] | None:
+    """A run's native events from its first, for a client that asks again for a run no longer going on: its log
+    (then live, should it still be going on), else, `from_start`, its stored replay (410 when it has none);
+    None when the log cannot serve them and the client has some already."""
+    pointer = RunPointer(run_id=run.run_id, chat_id=run.chat_id, user_id=run.user_id)
+    events = await log_events(deps, pointer, 0)
+    if events is None and from_start:
+        return _native(stored_replay(deps, run))
+    return events
+
+
+async def _native(entries: AsyncGenerator[Wire, None]) -> AsyncGenerator[Wire, None]:
+    """A stored replay's entries as native events (its snapshots unfolded)."""
+    async with contextlib.aclosing(entries) as source:
+        async for entry in source:
+            for event in unfolded(entry):
+                yield event
 
 
 async def resumed_frames(

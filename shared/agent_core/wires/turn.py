@@ -49,6 +49,7 @@ class TurnPlan:
     approvals: ApprovalMode = "wait"  # how a call needing approval waits (`hand_over`: the run ends with it)
     decided: tuple[DecidedCall, ...] = ()  # approvals the request decided (`wires/responses/approvals.py`)
     client_run_id: str | None = None  # the client's own id for the run (AG-UI's runId)
+    request_id: str | None = None  # the turn's request id (a replay of it answers with its run: AG-UI's runId)
     admission: Admission | None = None  # the turn's budget, reserved before the wire writes anything (`admit`)
     ui_message_id: str | None = None  # the UI message the run continues (the UI stream's answered message)
 
@@ -270,6 +271,7 @@ async def _write_input(plan: TurnPlan, message: str, history: list[InputMessage]
         user_id=plan.user_id,
         message=message,
         chat_id=chat.chat_id if chat else None,
+        request_id=plan.request_id,
         model=plan.model,
         agent_key=plan.agent.key,
         now=plan.now,

@@ -15,14 +15,20 @@ replay), the call runs (or is refused), then the model goes on (docs/approval.md
 A client whose stream dropped reconnects by posting the same RunAgentInput again (the same `threadId` and
 `runId`) while that run is going on: the answer is the run's events from RUN_STARTED, or those after the
 `Last-Event-ID` it sends (the SSE id of the last event it got), then the live ones to RUN_FINISHED or RUN_ERROR;
-its `messages` are not read again (`wires/frame_resume.py`). A reconnect (a POST with `Last-Event-ID`) once
-that run is no longer going on is 204. Another `runId` while a run is going on is 409 `run_in_progress`.
+its `messages` are not read again (`wires/frame_resume.py`). Another `runId` while a run is going on is 409
+`run_in_progress`. Once the run ended, the same input posted again (the same `runId` and new messages: the
+run's request id is made of both) gets that run's events again, from its log or its stored replay, never a
+second run; with `Last-Event-ID` those after it (204 when none is left). New messages under the same `runId`
+are another run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
-from typing import Annotated, Any, cast
+from collections.abc import AsyncGenerator
+from typing import Annotated, Any, TypeVar, cast
 
 from ag_ui.core import RunAgentInput, ToolMessage, UserMessage
 from fastapi import APIRouter, Depends, Header, Path, Request, Response
@@ -31,12 +37,20 @@ from agent_core.api.deps import app_context, current_user, link_base, request_no
 from agent_core.api.openapi import EventStreamResponse, error_responses
 from agent_core.api.sse import stream_frames, stream_refusal, stream_run
 from agent_core.context import AppContext
+from agent_core.domain.models import Run, RunStatus
 from agent_core.errors import InvalidRequest, TooManyRequests
 from agent_core.runtime.pending import PendingTurn
 from agent_core.wires.ag_ui import APPROVAL_TOOL, AgUiEncoder
 from agent_core.wires.approval_answers import approval_wait
 from agent_core.wires.client_turn import approval_item, client_chat_id, start_client_turn
-from agent_core.wires.frame_resume import active_run, frame_id, resumed_frames, run_log_events
+from agent_core.wires.frame_resume import (
+    FrameId,
+    active_run,
+    ended_run_events,
+    frame_id,
+    resumed_frames,
+    run_log_events,
+)
 from agent_core.wires.input import function_tools
 
 router = APIRouter(prefix="/api", tags=["ag-ui"], responses=error_responses(400, 401, 404, 409, 413, 422))
@@ -46,6 +60,7 @@ User = Annotated[str, Depends(current_user)]
 AgentKey = Annotated[str, Path(min_length=1, max_length=64)]
 LastEventId = Annotated[str | None, Header(alias="Last-Event-ID", max_length=32)]
 MAX_THREAD_ID = 128
+F = TypeVar("F")
 
 
 def _text(content: Any, where: str) -> str:
@@ -92,18 +107,52 @@ def _new_input(body: RunAgentInput) -> list[dict[str, Any]]:
     return items
 
 
+def run_request_id(run_id: str, input_items: list[dict[str, Any]]) -> str:
+    """The request id of the run a RunAgentInput starts: its `runId` and new input, so a re-post of the same
+    input finds that run by its request marker, and new messages under the same `runId` make another run."""
+    given = json.dumps({"runId": run_id, "input": input_items}, sort_keys=True, ensure_ascii=False)
+    return f"agui_{hashlib.sha256(given.encode()).hexdigest()[:32]}"
+
+
 async def _reconnect(body: RunAgentInput, ctx: AppContext, user: str, last_event_id: str | None) -> Response | None:
-    """The answer to a reconnect: the thread's run that is going on under this `runId`, resumed; None when the
-    request is not one (it starts a run)."""
+    """The answer to a reconnect or a re-post: the thread's run under this `runId` that is going on, or that
+    ended and was started by this very input, its events again; None when the request is neither (it starts a
+    run; a run of this input whose process died is run again, as a repeated requestId's is)."""
     after = frame_id(last_event_id)
     chat = await ctx.deps.chats.get_chat(client_chat_id(user, body.thread_id), user)
     run = await active_run(ctx.deps, chat) if chat is not None else None
-    if run is None or run.client_run_id != body.run_id:
+    if run is not None and run.client_run_id == body.run_id:
+        encoder = AgUiEncoder.of_run(body.thread_id, body.run_id, run)  # the client's tools: learnt from its events
+        frames = resumed_frames(encoder, run, await run_log_events(ctx.deps, run), after)
+        return stream_frames(ctx, frames, lambda f: encoder.sse(f.frame), ids=lambda f: f.id)
+    if chat is None:
         return Response(status_code=204) if after is not None else None
-    events = await run_log_events(ctx.deps, run)
-    encoder = AgUiEncoder.of_run(body.thread_id, body.run_id, run)  # the client's tools: learnt from its events
+    request_id = run_request_id(body.run_id, _new_input(body))  # (a reconnect to a running run reads no input)
+    ended = await ctx.deps.turns.run_for_request(chat.chat_id, request_id)
+    if ended is None or ended.client_run_id != body.run_id or ended.status == RunStatus.RUNNING:
+        return Response(status_code=204) if after is not None else None
+    return await _ended(body, ctx, ended, after)
+
+
+async def _ended(body: RunAgentInput, ctx: AppContext, run: Run, after: FrameId | None) -> Response:
+    """An ended run's events again: all (from its log, else its stored replay), or those after `Last-Event-ID`
+    (204 when none is left, or its log is gone)."""
+    events = await ended_run_events(ctx.deps, run, from_start=after is None)
+    if events is None:
+        return Response(status_code=204)
+    encoder = AgUiEncoder.of_run(body.thread_id, body.run_id, run)
     frames = resumed_frames(encoder, run, events, after)
-    return stream_frames(ctx, frames, lambda f: encoder.sse(f.frame), ids=lambda f: f.id)
+    first = await anext(frames, None)
+    if first is None:
+        return Response(status_code=204)
+    return stream_frames(ctx, _led_by(first, frames), lambda f: encoder.sse(f.frame), ids=lambda f: f.id)
+
+
+async def _led_by(first: F, rest: AsyncGenerator[F, None]) -> AsyncGenerator[F, None]:
+    yield first
+    async with contextlib.aclosing(rest):
+        async for frame in rest:
+            yield frame
 
 
 async def _run(
@@ -114,6 +163,8 @@ async def _run(
     reconnected = await _reconnect(body, ctx, user, last_event_id)
     if reconnected is not None:
         return reconnected
+    input_items = _new_input(body)
+    request_id = run_request_id(body.run_id, input_items)
     tools = function_tools([t for t in body.tools or [] if t.name != APPROVAL_TOOL])
     client_tools = frozenset(t.name for t in tools)
     try:
@@ -121,12 +172,13 @@ async def _run(
             ctx.deps,
             user,
             client_id=body.thread_id,
-            input_items=_new_input(body),
+            input_items=input_items,
             agent_key=agent_key,
             tools=tools,
             now=request_now(request),
             public_base_url=link_base(request),
             client_run_id=body.run_id,
+            request_id=request_id,
         )
     except TooManyRequests as refusal:  # RUN_STARTED, then RUN_ERROR with the code: what AG-UI clients show
         return stream_refusal(ctx, AgUiEncoder(body.thread_id, body.run_id, client_tools=client_tools), refusal)
@@ -136,7 +188,7 @@ async def _run(
 
 
 RECONNECTED: dict[int | str, dict[str, Any]] = {
-    204: {"description": "A reconnect (`Last-Event-ID`) to a run that is no longer going on"}
+    204: {"description": "A reconnect (`Last-Event-ID`) with nothing left to send: no run of it, or it has them all"}
 }
 
 

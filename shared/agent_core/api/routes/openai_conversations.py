@@ -12,12 +12,12 @@ from agent_core.api.openapi import error_responses
 from agent_core.api.schemas import PathId
 from agent_core.context import AppContext
 from agent_core.domain.ids import new_chat_id, now_ms, sortable_id
-from agent_core.domain.models import Chat, Message, Role
+from agent_core.domain.models import Chat, Message, Role, WaitKind
 from agent_core.domain.text import chat_name
 from agent_core.errors import NotFound
 from agent_core.runtime.chat_deletion import delete_chat_completely
 from agent_core.wires.input import ParsedInput, WireModel, parse_input
-from agent_core.wires.responses.items import ListQuery, conversation_items, list_page
+from agent_core.wires.responses.items import ListQuery, conversation_items, list_page, unanswered_calls
 from agent_core.wires.responses.request import Metadata
 from agent_core.wires.turn import to_message
 
@@ -78,6 +78,12 @@ async def _all_messages(ctx: AppContext, chat: Chat, user: str) -> list[Message]
         cursor = page.next_cursor
 
 
+async def _asked(ctx: AppContext, messages: list[Message]) -> frozenset[str]:
+    """The calls without a result that wait for an approval (their WAIT item is one): read for those only."""
+    waits = [await ctx.deps.waits.get_wait(run_id, call_id) for run_id, call_id in unanswered_calls(messages)]
+    return frozenset(w.tool_id for w in waits if w is not None and w.kind == WaitKind.APPROVAL)
+
+
 @router.post("", responses=error_responses(413))
 async def create_conversation(ctx: Ctx, user: User, body: ConversationCreate | None = None) -> dict[str, Any]:
     body = body or ConversationCreate()
@@ -129,7 +135,8 @@ async def list_items(
     query: Annotated[ListQuery, Query()],
 ) -> dict[str, Any]:
     chat = await _chat(ctx, conversation_id, user)
-    items = conversation_items(await _all_messages(ctx, chat, user), chat.agent_key)
+    messages = await _all_messages(ctx, chat, user)
+    items = conversation_items(messages, chat.agent_key, await _asked(ctx, messages))
     return ctx.deps.data_links.refresh(list_page(items, query), chat.chat_id)  # stored links signed afresh
 
 

@@ -3,13 +3,18 @@
 Every event gets the next `sequence_number`; output items are numbered in order of appearance across
 the run's model steps. Server-side tools (built-in, MCP, actions) become `mcp_call` items; tools the
 client declared become `function_call` items. The aggregator folds the same events into the Response.
+
+A call of a tool an approval policy may gate (`gated`) is held from its start until the event after its end
+says what it is: its `tool.approval` makes it an `mcp_approval_request` only (no `mcp_call` until it is
+approved, as OpenAI's remote MCP answers); any other event shows it as the `mcp_call` it is, then that event.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent_core.domain.events import (
@@ -49,16 +54,34 @@ class _Item:
     id: str
 
 
+@dataclass
+class _Held:
+    """A gated call not shown yet: it may turn out to await approval."""
+
+    name: str
+    arguments: list[str] = field(default_factory=list)
+    ended: bool = False
+
+
 class ResponsesEncoder(WireEncoderBase[Wire]):
     """Stateful translation for one response; `aggregator.snapshot()` is the Response so far."""
 
     def __init__(
-        self, response: Wire, *, client_tools: frozenset[str] = frozenset(), server_label: str = "agent"
+        self,
+        response: Wire,
+        *,
+        client_tools: frozenset[str] = frozenset(),
+        server_label: str = "agent",
+        gated: frozenset[str] = frozenset(),
+        approved: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__()
         self.aggregator = ResponseAggregator(response)
         self.client_tools = client_tools
         self.server_label = server_label
+        self.gated = gated  # tools whose calls may be handed over for approval: held until that is known
+        self.approved = dict(approved or {})  # calls this response runs as decided -> their approval request id
+        self._held: dict[str, _Held] = {}
         self._token = str(response["id"]).removeprefix("resp_")
         self._seq = 0
         self._open: dict[str, _Item] = {}  # native id (contentId, toolId, ...) -> its output item
@@ -86,7 +109,11 @@ class ResponsesEncoder(WireEncoderBase[Wire]):
         return [self._lifecycle("response.in_progress", status="in_progress")]
 
     def frames(self, event: Event, envelope: Envelope | Event) -> list[Wire]:
-        """The Responses events for one native event (none for events without a Responses meaning)."""
+        """The Responses events for one native event (none for events without a Responses meaning); held
+        calls this event shows not to await approval come first."""
+        return self._settle_held(event) + self._frames(event, envelope)
+
+    def _frames(self, event: Event, envelope: Envelope | Event) -> list[Wire]:
         match event:
             case ContentDelta(content_id=native, delta=delta) | ReasoningDelta(reasoning_id=native, delta=delta):
                 return self._text_delta(native, delta)
@@ -98,7 +125,9 @@ class ResponsesEncoder(WireEncoderBase[Wire]):
                 return self._open_text(native, "reasoning")
             case ContentEnd(content_id=native) | ReasoningEnd(reasoning_id=native):
                 return self._close_text(native, "completed")
-            case ToolStart(tool_id=native, tool_name=name) | ActionStart(action_id=native, action_name=name):
+            case ToolStart(tool_id=native, tool_name=name):
+                return self._start_call(native, name)
+            case ActionStart(action_id=native, action_name=name):
                 return self._open_call(native, name)
             case ToolEnd(tool_id=native) | ActionEnd(action_id=native):
                 return self._args_done(native)
@@ -120,9 +149,11 @@ class ResponsesEncoder(WireEncoderBase[Wire]):
         return self.close(RunCancel())
 
     def ending(self, terminal: Terminal) -> list[Wire]:
+        """Calls still held are shown (then closed as incomplete with the other open items)."""
+        events = [frame for native_id in list(self._held) for frame in self._show(native_id)]
         if isinstance(terminal, RunError):
-            return [self._event("error", code=terminal.code, message=terminal.message, param=None)]
-        return []
+            events.append(self._event("error", code=terminal.code, message=terminal.message, param=None))
+        return events
 
     def close_open(self, calls: list[OpenCall], terminal: Terminal) -> list[Wire]:
         """Items still open when the run ends are closed as incomplete, in output order (calls and text)."""
@@ -219,6 +250,45 @@ class ResponsesEncoder(WireEncoderBase[Wire]):
         item = {**self.aggregator.item(opened.index), "status": status, "content": [part]}
         return [done, part_done, self._done(native_id, item)]
 
+    # ----- calls held while they may await approval -----
+
+    def _holds(self, native_id: str, name: str) -> bool:
+        return name in self.gated and name not in self.client_tools and native_id not in self.approved
+
+    def _held_part(self, event: Event) -> None:
+        """A held call's arguments and end are kept (its approval, or any other event after its end, decides it)."""
+        match event:
+            case ToolArgs(tool_id=native, delta=delta) if native in self._held:
+                self._held[native].arguments.append(delta)
+            case ToolEnd(tool_id=native) if native in self._held:
+                self._held[native].ended = True
+
+    def _settle_held(self, event: Event) -> list[Wire]:
+        """Held calls whose end this event follows, and which it does not ask approval for, shown now (a call
+        that asks has its `tool.approval` right after its end); then the event's own part of a held call kept."""
+        if not self._held:
+            return []
+        asked = event.tool_id if isinstance(event, ToolApproval) else None
+        ended = [native_id for native_id, held in self._held.items() if held.ended and native_id != asked]
+        frames = [frame for native_id in ended for frame in self._show(native_id)]
+        self._held_part(event)
+        return frames
+
+    def _show(self, native_id: str) -> list[Wire]:
+        """A held call as the mcp_call it is: added, its arguments in one delta, done when they ended."""
+        held = self._held.pop(native_id)
+        events = self._open_call(native_id, held.name)
+        events += self._args_delta(native_id, "".join(held.arguments))
+        return events + (self._args_done(native_id) if held.ended else [])
+
+    # ----- calls -----
+
+    def _start_call(self, native_id: str, name: str) -> list[Wire]:
+        if self._holds(native_id, name):
+            self._held[native_id] = _Held(name)
+            return []
+        return self._open_call(native_id, name)
+
     def _open_call(self, native_id: str, name: str) -> list[Wire]:
         if name in self.client_tools:
             item: Wire = {"type": "function_call", "status": "in_progress", "call_id": native_id}
@@ -226,6 +296,8 @@ class ResponsesEncoder(WireEncoderBase[Wire]):
             return [added]
         label, tool = mcp_names(name, self.server_label)
         item = {"type": "mcp_call", "status": "in_progress", "server_label": label, "name": tool, "arguments": ""}
+        if native_id in self.approved:
+            item["approval_request_id"] = self.approved[native_id]
         opened, added = self._add(native_id, "mcp_call", "mcp", item)
         where = {"item_id": opened.id, "output_index": opened.index}
         return [added, self._event("response.mcp_call.in_progress", **where)]
@@ -263,11 +335,14 @@ class ResponsesEncoder(WireEncoderBase[Wire]):
         return events
 
     def _approval(self, native_id: str, name: str, args: object, run_id: str) -> list[Wire]:
-        """The call waits for a person: its mcp_call ends not run (incomplete), an mcp_approval_request follows.
+        """The call waits for a person: an mcp_approval_request (a held call was never shown; one shown as
+        an mcp_call, its tool not known as gated, ends not run: incomplete).
 
         The request's id names the run and the call (`approval_request_id`); the caller answers it with an
         `mcp_approval_response` in its next request (`previous_response_id` or the conversation)."""
         events: list[Wire] = []
+        if self._held.pop(native_id, None) is not None:
+            self.calls.done(native_id)
         opened = self._open.get(native_id)
         if opened is not None and opened.kind == "mcp_call":
             events.append(self._done(native_id, {**self.aggregator.item(opened.index), "status": "incomplete"}))

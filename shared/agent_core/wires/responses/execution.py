@@ -23,12 +23,13 @@ from agent_core.runtime.pending import release_unstarted_turn
 from agent_core.runtime.release import release_failed_run
 from agent_core.runtime.turn import PreparedTurn
 from agent_core.store.responses import ResponseRecord, ResponseStore
+from agent_core.wires.approval_answers import approval_request_id
 from agent_core.wires.encoder import encoded
 from agent_core.wires.responses.encoder import ResponsesEncoder
 from agent_core.wires.responses.plan import ResponsePlan, consume_approvals, plan_response
 from agent_core.wires.responses.request import ResponseCreate
 from agent_core.wires.responses.resume import StreamState
-from agent_core.wires.turn import open_turn
+from agent_core.wires.turn import gated_tools, open_turn
 
 Wire = dict[str, Any]
 Emit = Callable[[Wire], None]
@@ -111,7 +112,15 @@ class ResponseRun:
 
 def _state(plan: ResponsePlan, chat_id: str | None) -> StreamState:
     """How the response's stream is encoded (saved with it: a stream resumes on any instance)."""
-    return StreamState(plan.response("in_progress", chat_id), sorted(plan.client_tools), plan.agent.key)
+    response = plan.response("in_progress", chat_id)
+    return StreamState(response, sorted(plan.client_tools), plan.agent.key, None, *held_calls(plan))
+
+
+def held_calls(plan: ResponsePlan) -> tuple[list[str], dict[str, str]]:
+    """The tools whose calls the encoder holds (those that may be handed over for approval) and the calls the
+    request decided, with the approval request each answers."""
+    gated = gated_tools(plan.agent, plan.deps.tools) if plan.approvals == "hand_over" else []
+    return gated, {d.call.id: approval_request_id(d.run_id, d.call.id) for d in plan.decided}
 
 
 async def start_response(plan: ResponsePlan, responses: ResponseStore) -> ResponseRun:
@@ -172,10 +181,12 @@ async def run_queued(deps: RunDeps, responses: ResponseStore, response_id: str, 
         return
     record.chat_id, record.run_id = prepared.chat.chat_id, prepared.run.run_id
     conversation = {"id": record.chat_id}
-    state = StreamState(start_response_object, sorted(body.client_tools), plan.agent.key, conversation)
+    gated, approved = held_calls(plan)
+    state = StreamState(start_response_object, sorted(body.client_tools), plan.agent.key, conversation, gated, approved)
     record.stream = state.dump()
     started = await responses.start(record)
     encoder.server_label = plan.agent.key
+    encoder.gated, encoder.approved = frozenset(gated), approved
     encoder.aggregator.update(conversation=conversation)
     for event in encoder.in_progress():
         send(event)

@@ -1,8 +1,9 @@
 """A Responses stream resumed on any instance: the run's native log (runtime/resume.py) encoded again.
 
 The encoder is deterministic given how it started (`StreamState`, saved with the Response: its first
-Response object, the client's tools, the server label, and for a background response the conversation learnt
-before `response.in_progress`) and the run's events, which carry their own times: encoding the logged events
+Response object, the client's tools, the server label, the tools whose calls it holds while they may await
+approval and the calls the request decided, and for a background response the conversation learnt before
+`response.in_progress`) and the run's events, which carry their own times: encoding the logged events
 again gives the very events the live stream sent, with the same `sequence_number`s, and the stream resumes
 after `starting_after`. A queued background response is waited for until its run starts.
 """
@@ -35,11 +36,17 @@ class StreamState:
     client_tools: list[str] = field(default_factory=list)
     server_label: str = "agent"
     conversation: Wire | None = None  # set between `response.created` and `response.in_progress` (background)
+    gated: list[str] = field(default_factory=list)  # tools whose calls may be handed over for approval
+    approved: dict[str, str] = field(default_factory=dict)  # decided calls -> their approval request ids
 
     def dump(self) -> Wire:
         out: Wire = {"response": self.response, "clientTools": self.client_tools, "serverLabel": self.server_label}
         if self.conversation is not None:
             out["conversation"] = self.conversation
+        if self.gated:
+            out["gated"] = self.gated
+        if self.approved:
+            out["approved"] = self.approved
         return out
 
     @staticmethod
@@ -49,11 +56,17 @@ class StreamState:
             client_tools=list(data.get("clientTools", [])),
             server_label=str(data.get("serverLabel", "agent")),
             conversation=data.get("conversation"),
+            gated=list(data.get("gated", [])),
+            approved=dict(data.get("approved", {})),
         )
 
     def encoder(self) -> ResponsesEncoder:
         return ResponsesEncoder(
-            self.response, client_tools=frozenset(self.client_tools), server_label=self.server_label
+            self.response,
+            client_tools=frozenset(self.client_tools),
+            server_label=self.server_label,
+            gated=frozenset(self.gated),
+            approved=self.approved,
         )
 
     def opening(self, encoder: ResponsesEncoder) -> list[Wire]:
