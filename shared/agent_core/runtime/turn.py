@@ -31,7 +31,7 @@ from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.approvals import ApprovalMode, DecidedCall
 from agent_core.runtime.interrupted import settle_interrupted_run
 from agent_core.runtime.release import release_failed_run
-from agent_core.store.base import DuplicateRequest, RecentMessages, SessionChanged
+from agent_core.store.base import DuplicateRequest, RecentMessages, ReservationRefused, SessionChanged
 from agent_core.store.retry import retry_write, write_backoff
 from agent_core.usage.budget import Reservation
 from agent_core.usage.meter import Admission
@@ -115,8 +115,8 @@ async def _open_chat(
     deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admission
 ) -> tuple[Chat, Summary | None, Profile | None, bool, str | None]:
     """The turn's chat (opened for a first message), summary, profile, whether it was created, and the user's
-    memory records' version (None for a new chat: read when recalled); the budget is checked before the chat
-    is opened."""
+    memory records' version (None for a new chat: read when recalled). A new chat's budget is reserved before
+    the chat is opened; a turn in an existing chat reserves with its begin (`Admission.prepare`)."""
     chat_id = req.chat_id
     if chat_id is None:
         profile = await deps.memory_store.get_profile(req.user_id)
@@ -141,7 +141,7 @@ async def _open_chat(
     if context is None:
         raise NotFound("conversation not found", param=req.chat_param, code="conversation_not_found")
     agent = deps.agents.get(req.agent_key or context.chat.agent_key)
-    await admission.admit(turn_model(deps, req, agent), turn_zone(deps, req, context.profile))
+    await admission.prepare(turn_model(deps, req, agent), turn_zone(deps, req, context.profile))
     req.message = await deps.screen_input(agent, req.message, req.input_checked)
     return context.chat, context.summary, context.profile, False, context.records_version
 
@@ -167,8 +167,9 @@ async def prepare_turn(
     """Everything that can fail with an HTTP status happens here, before any event is produced.
 
     Returns the stored result when the requestId was already answered. The user's budget and rate limit are
-    checked before the turn writes anything (429), here or by the wire (`admission`: wires/turn.py `admit`); a
-    turn that does not go on to the model gives its reservation back.
+    checked before the turn writes anything (429): by the turn's begin, whose transaction carries the
+    reservation, or with a write of its own first when the turn writes before it (a new chat here, a client's
+    input on a wire: wires/turn.py `admit`); a turn that does not go on to the model gives its reservation back.
     """
     at_ms = to_ms(req.now) if req.now else now_ms()
     admission = admission or Admission(deps.usage, req.user_id, at_ms)
@@ -221,21 +222,27 @@ async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admis
     plan = plan_session(chat, at_ms, tz, idle_ms, new_chat=created)
     backoff = write_backoff(s)
     restarted = False
+
+    async def begin() -> None:
+        await deps.turns.begin_turn(chat, run, user_message, s.run_lease_ms, plan, admission.reservation_write)
+
     try:
         try:
-            # Retried on throttling/timeouts: begin_turn recognises its own earlier commit.
-            await retry_write(
-                lambda: deps.turns.begin_turn(chat, run, user_message, s.run_lease_ms, plan), backoff, "begin_turn"
-            )
-        except SessionChanged as changed:
-            # The idle job closed the session between our read and write: plan again from the new META.
-            chat = changed.chat
-            plan = plan_session(chat, at_ms, tz, idle_ms)
-            await retry_write(
-                lambda: deps.turns.begin_turn(chat, run, user_message, s.run_lease_ms, plan), backoff, "begin_turn"
-            )
+            try:
+                # Retried on throttling/timeouts: begin_turn recognises its own earlier commit.
+                await retry_write(begin, backoff, "begin_turn")
+            except SessionChanged as changed:
+                # The idle job closed the session between our read and write: plan again from the new META.
+                chat = changed.chat
+                plan = plan_session(chat, at_ms, tz, idle_ms)
+                await retry_write(begin, backoff, "begin_turn")
+        except ReservationRefused:
+            raise await admission.refused() from None  # over a limit: the turn wrote nothing
+        admission.committed()
     except ServiceUnavailable:
-        # An attempt may have committed before its answer was lost: free whatever it may have taken.
+        # An attempt may have committed before its answer was lost: free whatever it may have taken. Its budget
+        # reservation, if it committed, stays counted for the day (releasing one never written would let the
+        # day's spend pass its budget).
         message = "the turn could not start"
         await asyncio.shield(release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.stored_message))
         raise
@@ -248,7 +255,10 @@ async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admis
             raise RunInProgress("this request is still running") from duplicate
         # A failed, cancelled or dead run: run again for the message already stored.
         try:
-            await deps.turns.restart_turn(chat, previous, run, s.run_lease_ms)
+            await deps.turns.restart_turn(chat, previous, run, s.run_lease_ms, admission.reservation_write)
+            admission.committed()
+        except ReservationRefused:
+            raise await admission.refused() from None
         except ServiceUnavailable:
             message = "the turn could not start"
             await asyncio.shield(

@@ -23,6 +23,7 @@ from agent_core.domain.models import (
 )
 from agent_core.domain.session_plan import SessionPlan
 from agent_core.store.memory_records import RecordStore
+from agent_core.store.table import UpdateOp
 
 
 @dataclass
@@ -71,6 +72,11 @@ class DuplicateRequest(Exception):
         self.run = run
 
 
+class ReservationRefused(Exception):
+    """The conditional write a turn's begin carried with it (its usage budget's reservation) did not hold: the
+    turn is refused, and nothing of it was written."""
+
+
 class ChatStore(Protocol):
     """Chats and their messages. Reads of a user's chat take the caller's userId."""
 
@@ -101,10 +107,21 @@ class TurnStore(Protocol):
     async def load_turn_context(self, chat_id: str, user_id: str) -> TurnContext | None: ...
 
     async def begin_turn(
-        self, chat: Chat, run: Run, user_message: Message | None, lease_ms: int, plan: SessionPlan | None = None
-    ) -> None: ...
+        self,
+        chat: Chat,
+        run: Run,
+        user_message: Message | None,
+        lease_ms: int,
+        plan: SessionPlan | None = None,
+        reservation: UpdateOp | None = None,
+    ) -> None:
+        """Take the chat's lease with the turn's message, run and request marker, in one transaction; with it
+        `reservation` (the turn's budget reservation), whose failing condition raises ReservationRefused."""
+        ...
 
-    async def restart_turn(self, chat: Chat, previous: Run, run: Run, lease_ms: int) -> None: ...
+    async def restart_turn(
+        self, chat: Chat, previous: Run, run: Run, lease_ms: int, reservation: UpdateOp | None = None
+    ) -> None: ...
 
     async def finish_turn(self, run: Run, messages: list[Message], activity_at: int) -> None: ...
 

@@ -11,7 +11,7 @@ from agent_core.domain.session_plan import DAYMARK_TTL_S, SessionPlan
 from agent_core.errors import RunInProgress, ServiceUnavailable
 from agent_core.observability import logger
 from agent_core.store import items as it
-from agent_core.store.base import DuplicateRequest, SessionChanged, TurnContext, TurnStore
+from agent_core.store.base import DuplicateRequest, ReservationRefused, SessionChanged, TurnContext, TurnStore
 from agent_core.store.item_size import item_size
 from agent_core.store.run_table import STILL_RUNNING, RunTable
 from agent_core.store.schema import GSI1, PK, SK
@@ -98,11 +98,18 @@ class TurnTable(RunTable, TurnStore):
         return [Put(item, Condition.of(not_exists("doneAt")))]
 
     async def begin_turn(
-        self, chat: Chat, run: Run, user_message: Message | None, lease_ms: int, plan: SessionPlan | None = None
+        self,
+        chat: Chat,
+        run: Run,
+        user_message: Message | None,
+        lease_ms: int,
+        plan: SessionPlan | None = None,
+        reservation: UpdateOp | None = None,
     ) -> None:
-        """Take the lease with the USER message (None: a turn continued by tool results stores none).
-        Idempotent: calling it again after an attempt that committed (its answer lost to a timeout) finds
-        its own request marker and returns."""
+        """Take the lease with the USER message (None: a turn continued by tool results stores none), and with
+        them `reservation` (the turn's budget reservation: ReservationRefused when its condition fails, checked
+        after the request marker and before the lease). Idempotent: calling it again after an attempt that
+        committed (its answer lost to a timeout) finds its own request marker and returns."""
         message = [] if user_message is None else [Put(it.message_to_item(user_message), Condition.of(not_exists(PK)))]
         ops: list[WriteOp] = [
             Put(
@@ -113,6 +120,7 @@ class TurnTable(RunTable, TurnStore):
             *message,
             Put(it.run_to_item(run), Condition.of(not_exists(PK))),
             self._pointer_put(run),
+            *([] if reservation is None else [reservation]),
         ]
         marker = self._daymark_put(plan)
         try:
@@ -129,6 +137,7 @@ class TurnTable(RunTable, TurnStore):
                     return  # an earlier attempt of this very call committed (its answer was lost): done
                 if previous is not None:
                     raise DuplicateRequest(previous) from failed
+            _check_reservation(failed, reservation, len(ops) - 1)
             await self._explain_meta_failure(chat, run)
             raise RunInProgress("another turn is running in this conversation") from failed
 
@@ -144,7 +153,9 @@ class TurnTable(RunTable, TurnStore):
             # The lease is free now: it moved between the write and this read. Not "in progress".
             raise ServiceUnavailable("the chat changed while the turn began; try again")
 
-    async def restart_turn(self, chat: Chat, previous: Run, run: Run, lease_ms: int) -> None:
+    async def restart_turn(
+        self, chat: Chat, previous: Run, run: Run, lease_ms: int, reservation: UpdateOp | None = None
+    ) -> None:
         ops: list[WriteOp] = [
             UpdateOp(
                 it.request_key(chat.chat_id, run.request_id),
@@ -154,10 +165,12 @@ class TurnTable(RunTable, TurnStore):
             self._lease_op(chat, run, lease_ms, add_messages=0),
             Put(it.run_to_item(run), Condition.of(not_exists(PK))),
             self._pointer_put(run),
+            *([] if reservation is None else [reservation]),
         ]
         try:
             await self.table.transact(ops)
         except TransactionFailed as failed:
+            _check_reservation(failed, reservation, len(ops) - 1)
             raise RunInProgress("another turn is running in this conversation") from failed
 
     @staticmethod
@@ -244,6 +257,12 @@ class TurnTable(RunTable, TurnStore):
         with contextlib.suppress(ConditionFailed):  # it ended already
             await self.table.put(run_item, STILL_RUNNING)
         await self.release_lease(run.chat_id, run.run_id)
+
+
+def _check_reservation(failed: TransactionFailed, reservation: UpdateOp | None, index: int) -> None:
+    """ReservationRefused when the turn's budget reservation (op `index` of the cancelled transaction) failed."""
+    if reservation is not None and len(failed.reasons) > index and failed.reasons[index] == CONDITION_FAILED:
+        raise ReservationRefused("the turn's usage reservation was refused") from failed
 
 
 def _answer_message(run: Run, messages: list[Message]) -> str | None:

@@ -136,7 +136,8 @@ async def _start(
         if parsed.outputs or parsed.approvals:  # a continuation: every approval asked is decided too
             asked = [approval_request_id(run_id, c.id) for c in pending if c.name not in client]
             check_answered(asked, parsed.approvals)
-    admission = await admit(plan)  # 429 before the client's chat or its input is written
+    # 429 before the client's chat or an approval is written (else the turn's begin carries the reservation)
+    admission = await admit(plan) if chat is None or parsed.approvals else None
     try:
         if parsed.approvals:  # found, then consumed once (409 for a replay) right before the turn opens
             assert chat is not None  # (answers were checked against its pending calls)
@@ -158,5 +159,6 @@ async def _start(
         plan.client_run_id, plan.ui_message_id = client_run_id, ui_message_id
         return await open_turn(plan)
     except BaseException:
-        await asyncio.shield(admission.release())
+        if admission is not None:
+            await asyncio.shield(admission.release())
         raise

@@ -54,8 +54,9 @@ class TurnPlan:
 
 
 async def admit(plan: TurnPlan) -> Admission:
-    """The turn's budget and rate limit checked (429) before anything of the turn is written (a client's chat,
-    the input's history); once per plan, and `prepare_turn` takes the admission as made.
+    """The turn's budget and rate limit reserved (429) with a write of its own, before anything of the turn is
+    written (a client's chat, the input's history); once per plan, and `prepare_turn` takes the admission as made.
+    A turn that writes nothing before it begins leaves the reservation to its begin (`open_turn`).
 
     Only a user with a limit has anything to reserve (and their profile is read here for the day's zone);
     otherwise the admission is left to `prepare_turn`, where it costs no call."""
@@ -234,12 +235,14 @@ async def _open(plan: TurnPlan) -> PreparedTurn:
     chat = plan.chat
     if chat is not None and chat.active_run_id and (chat.lease_expires_at or 0) > now_ms():
         raise RunInProgress("another turn is running in this conversation")
-    admission = await admit(plan)
+    # Input to write first: the budget is reserved before it. Else the turn's begin carries the reservation.
+    admission = await admit(plan) if history else plan.admission
     try:
         request = await _write_input(plan, message, history, continuation)
         prepared = await prepare_turn(deps, request, admission)
     except BaseException:
-        await asyncio.shield(admission.release())
+        if admission is not None:
+            await asyncio.shield(admission.release())
         raise
     if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry
         raise AgentError("unexpected replay of a stored result")
