@@ -27,6 +27,7 @@ from agent_core.memory.compaction import CompactionPolicy, needs_compaction
 from agent_core.memory.profile import profile_block
 from agent_core.memory.recall import recall_block
 from agent_core.memory.session_rules import plan_session
+from agent_core.observability import logger
 from agent_core.runtime.agents import AgentDefinition
 from agent_core.runtime.approvals import ApprovalMode, DecidedCall
 from agent_core.runtime.interrupted import settle_interrupted_run
@@ -240,11 +241,7 @@ async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admis
             raise await admission.refused() from None  # over a limit: the turn wrote nothing
         admission.committed()
     except ServiceUnavailable:
-        # An attempt may have committed before its answer was lost: free whatever it may have taken. Its budget
-        # reservation, if it committed, stays counted for the day (releasing one never written would let the
-        # day's spend pass its budget).
-        message = "the turn could not start"
-        await asyncio.shield(release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.stored_message))
+        await asyncio.shield(_start_failed(deps, req, run, admission, at_ms))
         raise
     except DuplicateRequest as duplicate:
         previous = duplicate.run
@@ -260,10 +257,7 @@ async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admis
         except ReservationRefused:
             raise await admission.refused() from None
         except ServiceUnavailable:
-            message = "the turn could not start"
-            await asyncio.shield(
-                release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.stored_message)
-            )
+            await asyncio.shield(_start_failed(deps, req, run, admission, at_ms))
             raise
         restarted = True
     # The lease is ours from here: every way out but a returned turn releases it.
@@ -284,6 +278,27 @@ async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admis
         await asyncio.shield(release_failed_run(deps, run, code, "the turn could not start", at_ms, req.stored_message))
         raise
     return prepared
+
+
+async def _start_failed(deps: RunDeps, req: TurnRequest, run: Run, admission: Admission, at_ms: int) -> None:
+    """A begin that failed for good: an attempt may have committed before its answer was lost, so whatever it may
+    have taken is freed (its lease; its budget reservation, given back by `prepare_turn`, once it is known to
+    have been written with it)."""
+    if admission.pending is not None and await _begun(deps, run):
+        admission.committed()
+    message = "the turn could not start"
+    await release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.stored_message)
+
+
+async def _begun(deps: RunDeps, run: Run) -> bool:
+    """Whether a begin whose answer was lost committed (its run is stored). Unknown counts as not: a reservation
+    it may have written then stays counted for the day, never given back unwritten (which would let the day's
+    spend pass its budget)."""
+    try:
+        return await deps.turns.get_run(run.chat_id, run.run_id) is not None
+    except Exception:
+        logger.exception("could not tell whether the turn began", extra={"runId": run.run_id})
+        return False
 
 
 async def _after_begin(deps: RunDeps, chat: Chat, plan: SessionPlan, at_ms: int) -> None:
