@@ -586,6 +586,27 @@ async def test_a_refused_reservation_is_told_apart_from_its_own_commit_a_duplica
     assert await _reserved(store) == 100
 
 
+async def test_a_chat_opened_with_its_turns_reservation_is_refused_writing_nothing(store: TableStore) -> None:
+    # Given a budget one reservation fills
+    meter = _budget(store, budget=100, reserve=100)
+    # When a first message opens a chat with its reservation (with its requestId, and without one)
+    opened = await store.create_chat(new_chat(ALICE), request_id="first-1", reservation=await _reservation(meter))
+    # Then both are written
+    assert await store.get_chat(opened.chat_id, ALICE) is not None and await _reserved(store) == 100
+    # When the same first message is sent again: its chat is found, and no reservation is written with nothing
+    again = await store.create_chat(new_chat(ALICE), request_id="first-1", reservation=await _reservation(meter))
+    assert again.chat_id == opened.chat_id and await _reserved(store) == 100
+    # When other first messages come, the budget spent: refused, and no chat, no marker is written
+    for request_id in ("first-2", None):
+        refused = new_chat(ALICE)
+        with pytest.raises(ReservationRefused):
+            await store.create_chat(refused, request_id=request_id, reservation=await _reservation(meter))
+        assert await items_under(store.table, refused.chat_id) == []
+    assert await store.table.get(it.first_request_key(ALICE, "first-2")) is None
+    assert [c.chat_id for c in (await store.list_chats(ALICE, 10, None)).items] == [opened.chat_id]
+    assert await _reserved(store) == 100
+
+
 # ---------------------------------------------------------------- messages
 
 

@@ -361,6 +361,58 @@ async def test_a_turn_in_a_chat_reserves_with_its_begin_and_a_refused_one_stores
         assert await table.get(budget_key("alice", today)) == spent and len(llm.requests) == calls
 
 
+def _reservation_writes(table: _Recorded, day: str) -> list[str]:
+    """How each write before the model call that holds the day's BUDGET item wrote it (or the write's kind)."""
+    return [kind for calls, kind, keys in table.writes if calls == 0 and f"BUDGET#{day}" in keys]
+
+
+WIRE_TURNS = {
+    "native, first message": ("/api/ap/query", {"message": "hi"}),
+    "UI stream, new chat": (
+        "/api/ui-stream",
+        {"id": "c1", "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]},
+    ),
+    "Responses, input with history": (
+        "/v1/responses",
+        {
+            "model": "main-agent",
+            "input": [
+                {"role": "user", "content": "hello"},
+                {"role": "assistant", "content": "hi, how can I help?"},
+                {"role": "user", "content": "tell me more"},
+            ],
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("wire", list(WIRE_TURNS))
+async def test_a_turn_that_opens_a_chat_reserves_with_it(wire: str) -> None:
+    # Given a user with a budget
+    llm = ScriptedLlm()
+    table = _Recorded(llm)
+    context = build_context(
+        make_settings(AGENT_DEFAULT_TIMEZONE="UTC", AGENT_USAGE_DAILY_TOKEN_BUDGET=1000), table=table, llm=llm
+    )
+    path, body = WIRE_TURNS[wire]
+    async with _client(context) as client:
+        # When a turn opens a new chat
+        response = await client.post(path, json=body)
+        assert response.status_code == 200, response.text
+        await context.background.join()
+        # Then its reservation is one item of the transaction opening the chat: no write of its own
+        today = datetime.now(UTC).date().isoformat()
+        assert _reservation_writes(table, today) == ["transact"], table.writes
+        if path == "/v1/responses":
+            # And a response continuing it (nothing written before its begin) reserves with its begin
+            table.writes.clear()
+            llm.requests.clear()
+            follow = {"model": "main-agent", "input": "and then?", "previous_response_id": response.json()["id"]}
+            assert (await client.post(path, json=follow)).status_code == 200
+            begin = [keys for calls, kind, keys in table.writes if calls == 0 and "META" in keys]
+            assert _reservation_writes(table, today) == ["transact"] and f"BUDGET#{today}" in begin[0]
+
+
 async def test_the_chain_endpoint_is_held_to_the_budget_on_the_apps_table() -> None:
     # Given a budget one stateless turn spends (its turn is stored in a throw-away store, its budget is not)
     context = _context(AGENT_USAGE_DAILY_TOKEN_BUDGET=10, AGENT_USAGE_RESERVE_TOKENS=10)

@@ -116,13 +116,13 @@ async def _open_chat(
     deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admission
 ) -> tuple[Chat, Summary | None, Profile | None, bool, str | None]:
     """The turn's chat (opened for a first message), summary, profile, whether it was created, and the user's
-    memory records' version (None for a new chat: read when recalled). A new chat's budget is reserved before
-    the chat is opened; a turn in an existing chat reserves with its begin (`Admission.prepare`)."""
+    memory records' version (None for a new chat: read when recalled). The turn's reservation is prepared here
+    (`Admission.prepare`) and written with its first write: the new chat, else its begin."""
     chat_id = req.chat_id
     if chat_id is None:
         profile = await deps.memory_store.get_profile(req.user_id)
         agent = deps.agents.get(req.agent_key)
-        await admission.admit(turn_model(deps, req, agent), turn_zone(deps, req, profile))
+        await admission.prepare(turn_model(deps, req, agent), turn_zone(deps, req, profile))
         req.message = await deps.screen_input(agent, req.message, req.input_checked)  # before the chat opens
         chat = Chat(
             chat_id=new_chat_id(),
@@ -133,8 +133,9 @@ async def _open_chat(
             last_activity_at=at_ms,
         )
         # A retried first message (same requestId) finds the chat its first attempt opened, and goes on as a
-        # retry in that chat: begin_turn's request marker then answers it (result, 409, or a rerun).
-        opened = await deps.chats.create_chat(chat, request_id=req.request_id)
+        # retry in that chat: begin_turn's request marker then answers it (result, 409, or a rerun), and its
+        # begin carries the reservation. A new chat is opened with it.
+        opened = await create_reserving(deps, chat, req.request_id, admission)
         if opened.chat_id == chat.chat_id:
             return chat, None, profile, True, None
         chat_id = opened.chat_id
@@ -145,6 +146,23 @@ async def _open_chat(
     await admission.prepare(turn_model(deps, req, agent), turn_zone(deps, req, context.profile))
     req.message = await deps.screen_input(agent, req.message, req.input_checked)
     return context.chat, context.summary, context.profile, False, context.records_version
+
+
+async def create_reserving(deps: RunDeps, chat: Chat, request_id: str | None, admission: Admission) -> Chat:
+    """The chat opened with the turn's prepared reservation in one write (429 when refused: no chat), or the chat
+    a retried first message opened before (its reservation then still to write, by the begin). A failed write
+    that may have committed is checked, so prepare_turn gives back a reservation written with it."""
+    try:
+        opened = await deps.chats.create_chat(chat, request_id=request_id, reservation=admission.reservation_write)
+    except ReservationRefused:
+        raise await admission.refused() from None
+    except Exception:
+        if admission.pending is not None and await asyncio.shield(_opened(deps, chat)):
+            admission.committed()  # written with the chat: given back by prepare_turn
+        raise
+    if opened.chat_id == chat.chat_id:
+        admission.committed()
+    return opened
 
 
 def turn_model(deps: RunDeps, req: TurnRequest, agent: AgentDefinition) -> str:
@@ -168,9 +186,9 @@ async def prepare_turn(
     """Everything that can fail with an HTTP status happens here, before any event is produced.
 
     Returns the stored result when the requestId was already answered. The user's budget and rate limit are
-    checked before the turn writes anything (429): by the turn's begin, whose transaction carries the
-    reservation, or with a write of its own first when the turn writes before it (a new chat here, a client's
-    input on a wire: wires/turn.py `admit`); a turn that does not go on to the model gives its reservation back.
+    checked before the turn writes anything (429): its first write carries the reservation (the new chat it
+    opens, else its begin), or a write of its own comes first when a wire writes the client's input before
+    (wires/turn.py `admit`); a turn that does not go on to the model gives its reservation back.
     """
     at_ms = to_ms(req.now) if req.now else now_ms()
     admission = admission or Admission(deps.usage, req.user_id, at_ms)
@@ -298,6 +316,15 @@ async def _begun(deps: RunDeps, run: Run) -> bool:
         return await deps.turns.get_run(run.chat_id, run.run_id) is not None
     except Exception:
         logger.exception("could not tell whether the turn began", extra={"runId": run.run_id})
+        return False
+
+
+async def _opened(deps: RunDeps, chat: Chat) -> bool:
+    """Whether a chat whose creation failed was created (unknown counts as not, as for `_begun`)."""
+    try:
+        return await deps.chats.get_chat(chat.chat_id, chat.user_id) is not None
+    except Exception:
+        logger.exception("could not tell whether the chat was opened", extra={"chatId": chat.chat_id})
         return False
 
 

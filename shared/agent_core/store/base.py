@@ -23,7 +23,7 @@ from agent_core.domain.models import (
 )
 from agent_core.domain.session_plan import SessionPlan
 from agent_core.store.memory_records import RecordStore
-from agent_core.store.table import UpdateOp
+from agent_core.store.table import TransactionFailed, UpdateOp
 
 
 @dataclass
@@ -73,17 +73,25 @@ class DuplicateRequest(Exception):
 
 
 class ReservationRefused(Exception):
-    """The conditional write a turn's begin carried with it (its usage budget's reservation) did not hold: the
-    turn is refused, and nothing of it was written."""
+    """The conditional write a turn's first write carried with it (its usage budget's reservation: with the
+    chat it opens, or with its begin) did not hold: the turn is refused, and nothing of it was written."""
+
+
+def check_reservation(failed: TransactionFailed, reservation: UpdateOp | None, index: int) -> None:
+    """ReservationRefused when the turn's reservation (op `index` of the cancelled transaction) failed."""
+    if reservation is not None and len(failed.reasons) > index and failed.reasons[index] == "ConditionalCheckFailed":
+        raise ReservationRefused("the turn's usage reservation was refused") from failed
 
 
 class ChatStore(Protocol):
     """Chats and their messages. Reads of a user's chat take the caller's userId."""
 
-    async def create_chat(self, chat: Chat, request_id: str | None = None) -> Chat:
+    async def create_chat(self, chat: Chat, request_id: str | None = None, reservation: UpdateOp | None = None) -> Chat:
         """Create `chat`. With the `request_id` of the message opening it, at most one chat is ever created per
         (user, requestId): a later call with the same pair creates nothing and returns the first call's chat
-        (NotFound if that chat was deleted since)."""
+        (NotFound if that chat was deleted since), and writes no `reservation` either. With `reservation` (the
+        opening turn's budget reservation) written in the same transaction: ReservationRefused when its
+        condition fails, and no chat is created."""
         ...
 
     async def get_chat(self, chat_id: str, user_id: str) -> Chat | None: ...

@@ -11,7 +11,7 @@ from agent_core.domain.session_plan import DAYMARK_TTL_S, SessionPlan
 from agent_core.errors import RunInProgress, ServiceUnavailable
 from agent_core.observability import logger
 from agent_core.store import items as it
-from agent_core.store.base import DuplicateRequest, ReservationRefused, SessionChanged, TurnContext, TurnStore
+from agent_core.store.base import DuplicateRequest, SessionChanged, TurnContext, TurnStore, check_reservation
 from agent_core.store.item_size import item_size
 from agent_core.store.run_table import STILL_RUNNING, RunTable
 from agent_core.store.schema import GSI1, PK, SK
@@ -137,7 +137,7 @@ class TurnTable(RunTable, TurnStore):
                     return  # an earlier attempt of this very call committed (its answer was lost): done
                 if previous is not None:
                     raise DuplicateRequest(previous) from failed
-            _check_reservation(failed, reservation, len(ops) - 1)
+            check_reservation(failed, reservation, len(ops) - 1)
             await self._explain_meta_failure(chat, run)
             raise RunInProgress("another turn is running in this conversation") from failed
 
@@ -170,7 +170,7 @@ class TurnTable(RunTable, TurnStore):
         try:
             await self.table.transact(ops)
         except TransactionFailed as failed:
-            _check_reservation(failed, reservation, len(ops) - 1)
+            check_reservation(failed, reservation, len(ops) - 1)
             raise RunInProgress("another turn is running in this conversation") from failed
 
     @staticmethod
@@ -257,12 +257,6 @@ class TurnTable(RunTable, TurnStore):
         with contextlib.suppress(ConditionFailed):  # it ended already
             await self.table.put(run_item, STILL_RUNNING)
         await self.release_lease(run.chat_id, run.run_id)
-
-
-def _check_reservation(failed: TransactionFailed, reservation: UpdateOp | None, index: int) -> None:
-    """ReservationRefused when the turn's budget reservation (op `index` of the cancelled transaction) failed."""
-    if reservation is not None and len(failed.reasons) > index and failed.reasons[index] == CONDITION_FAILED:
-        raise ReservationRefused("the turn's usage reservation was refused") from failed
 
 
 def _answer_message(run: Run, messages: list[Message]) -> str | None:

@@ -149,7 +149,10 @@ class Budget:
     async def admit(self, user_id: str, model: str, now_s: int, tz: ZoneInfo) -> Reservation:
         """Reserve a turn's tokens and count its request with a write of its own, or raise BudgetExceeded /
         RateLimited (429)."""
-        reserving = await self.plan(user_id, model, now_s, tz)
+        return await self.reserve(await self.plan(user_id, model, now_s, tz))
+
+    async def reserve(self, reserving: Reserving) -> Reservation:
+        """Write a planned reservation on its own (429 when refused)."""
         write = reserving.write
         if write is None:
             return reserving.reservation  # nothing to check: no write before the model call

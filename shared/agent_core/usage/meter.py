@@ -87,9 +87,10 @@ class Admission:
     """One turn's budget check, made before the turn writes anything; given back if the turn ends up not calling
     the model (a failed start).
 
-    `admit` reserves with a write of its own (a turn that writes something before it begins: a new chat, a
-    client's input history). `prepare` leaves the reservation to the turn's begin, which commits it with the
-    lease in one transaction (`reservation_write`, then `committed` or `refused`): no round trip of its own.
+    `prepare` leaves the reservation to the turn's first write, which commits it in the same transaction: the
+    chat the turn opens, else its begin with the lease (`reservation_write`, then `committed` or `refused`), so
+    it costs no round trip of its own. `admit` reserves with a write of its own (a turn that writes something
+    else first: a client's input history into its chat, an approval's decision).
     """
 
     def __init__(self, meter: UsageMeter | None, user_id: str, at_ms: int) -> None:
@@ -100,10 +101,19 @@ class Admission:
         self.pending: Reserving | None = None  # to be written with the turn's begin
 
     async def admit(self, model: str, tz: ZoneInfo) -> None:
-        """Reserve the turn's budget now (429 when spent or rate limited); nothing the second time."""
-        if self.meter is not None and self.reservation is None:
-            self.pending = None
+        """Reserve the turn's budget now, a prepared reservation included (429 when spent or rate limited);
+        nothing the second time."""
+        if self.meter is None or self.reservation is not None:
+            return
+        if self.pending is not None:
+            await self.write_pending()
+        else:
             self.reservation = await self.meter.budget.admit(self.user_id, model, self.at_ms // 1000, tz)
+
+    async def write_pending(self) -> None:
+        """Write a prepared reservation on its own now (something else is to be written first; 429 if refused)."""
+        if self.meter is not None and self.pending is not None:
+            self.reservation, self.pending = await self.meter.budget.reserve(self.pending), None
 
     async def prepare(self, model: str, tz: ZoneInfo) -> None:
         """The reservation the turn's begin will write with its lease (only the cached limits are read), or,

@@ -24,7 +24,14 @@ from agent_core.memory.calendar import to_ms
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
 from agent_core.runtime.approvals import ApprovalMode, DecidedCall, undo
 from agent_core.runtime.ephemeral import ephemeral_deps
-from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn, turn_model, turn_zone
+from agent_core.runtime.turn import (
+    PreparedTurn,
+    TurnRequest,
+    create_reserving,
+    prepare_turn,
+    turn_model,
+    turn_zone,
+)
 from agent_core.tools.service import ToolService
 from agent_core.usage.meter import Admission
 from agent_core.wires.client_tools import TunedLlm, client_tool, request_agent, with_client_tools
@@ -53,10 +60,12 @@ class TurnPlan:
     ui_message_id: str | None = None  # the UI message the run continues (the UI stream's answered message)
 
 
-async def admit(plan: TurnPlan) -> Admission:
-    """The turn's budget and rate limit reserved (429) with a write of its own, before anything of the turn is
-    written (a client's chat, the input's history); once per plan, and `prepare_turn` takes the admission as made.
-    A turn that writes nothing before it begins leaves the reservation to its begin (`open_turn`).
+async def admit(plan: TurnPlan, *, prepare: bool = False) -> Admission:
+    """The turn's budget and rate limit checked (429) before anything of the turn is written (a client's chat,
+    the input's history, an approval's decision): reserved with a write of its own, or with `prepare` only
+    prepared, for the turn's first write to carry (the client's chat it opens: `create_reserving`). Once per
+    plan (a prepared reservation is written when asked again without `prepare`), and `prepare_turn` takes the
+    admission as made. A turn that writes nothing before it begins needs none: its begin carries the reservation.
 
     Only a user with a limit has anything to reserve (and their profile is read here for the day's zone);
     otherwise the admission is left to `prepare_turn`, where it costs no call."""
@@ -65,7 +74,10 @@ async def admit(plan: TurnPlan) -> Admission:
         plan.admission = Admission(deps.usage, req.user_id, to_ms(req.now) if req.now else now_ms())
         if deps.usage is not None and (await deps.usage.limits.get(req.user_id)).any:
             profile = await deps.memory_store.get_profile(req.user_id)
-            await plan.admission.admit(turn_model(deps, req, plan.agent), turn_zone(deps, req, profile))
+            model, tz = turn_model(deps, req, plan.agent), turn_zone(deps, req, profile)
+            await (plan.admission.prepare(model, tz) if prepare else plan.admission.admit(model, tz))
+    elif not prepare:
+        await plan.admission.write_pending()
     return plan.admission
 
 
@@ -235,8 +247,11 @@ async def _open(plan: TurnPlan) -> PreparedTurn:
     chat = plan.chat
     if chat is not None and chat.active_run_id and (chat.lease_expires_at or 0) > now_ms():
         raise RunInProgress("another turn is running in this conversation")
-    # Input to write first: the budget is reserved before it. Else the turn's begin carries the reservation.
-    admission = await admit(plan) if history else plan.admission
+    # The reservation rides with the turn's first write: the chat the input opens, else the turn's begin. Only
+    # input written into an existing chat first is preceded by a reservation write of its own.
+    admission = plan.admission
+    if history:
+        admission = await admit(plan, prepare=plan.chat is None)
     try:
         request = await _write_input(plan, message, history, continuation)
         prepared = await prepare_turn(deps, request, admission)
@@ -265,7 +280,10 @@ async def _write_input(plan: TurnPlan, message: str, history: list[InputMessage]
             created_at=at,
             last_activity_at=at,
         )
-        await deps.chats.create_chat(chat)
+        if plan.admission is not None:
+            await create_reserving(deps, chat, None, plan.admission)
+        else:
+            await deps.chats.create_chat(chat)
     if history:
         assert chat is not None
         await deps.chats.add_messages(chat.chat_id, [to_message(m, chat.chat_id, at) for m in history])
