@@ -98,7 +98,7 @@ class Admission:
         self.user_id = user_id
         self.at_ms = at_ms
         self.reservation: Reservation | None = None  # held: written (settled by the ledger or released)
-        self.pending: Reserving | None = None  # to be written with the turn's begin
+        self.pending: Reserving | None = None  # prepared: to be written with the turn's first write
 
     async def admit(self, model: str, tz: ZoneInfo) -> None:
         """Reserve the turn's budget now, a prepared reservation included (429 when spent or rate limited);
@@ -116,8 +116,8 @@ class Admission:
             self.reservation, self.pending = await self.meter.budget.reserve(self.pending), None
 
     async def prepare(self, model: str, tz: ZoneInfo) -> None:
-        """The reservation the turn's begin will write with its lease (only the cached limits are read), or,
-        when the turns are stored apart from the budgets, reserved now as `admit` does."""
+        """The reservation the turn's first write will carry (only the cached limits are read), or, when the
+        turns are stored apart from the budgets, reserved now as `admit` does."""
         if self.meter is None or self.reservation is not None or self.pending is not None:
             return
         if not self.meter.with_turns:
@@ -131,16 +131,16 @@ class Admission:
 
     @property
     def reservation_write(self) -> UpdateOp | None:
-        """The conditional write the turn's begin carries (None: nothing left to reserve)."""
+        """The conditional write the turn's first write carries (None: nothing left to reserve)."""
         return self.pending.write if self.pending is not None else None
 
     def committed(self) -> None:
-        """The turn's begin committed its reservation."""
+        """The turn's first write committed the reservation with it."""
         if self.pending is not None:
             self.reservation, self.pending = self.pending.reservation, None
 
     async def refused(self) -> TooManyRequests:
-        """The 429 of a reservation the turn's begin found over a limit (nothing was written)."""
+        """The 429 of a reservation the turn's first write found over a limit (nothing was written)."""
         assert self.meter is not None and self.pending is not None
         return await self.meter.budget.refusal(self.pending)
 

@@ -280,10 +280,8 @@ async def _write_input(plan: TurnPlan, message: str, history: list[InputMessage]
             created_at=at,
             last_activity_at=at,
         )
-        if plan.admission is not None:
-            await create_reserving(deps, chat, None, plan.admission)
-        else:
-            await deps.chats.create_chat(chat)
+        assert plan.admission is not None  # prepared by `_open` for the chat opened here
+        await create_reserving(deps, chat, None, plan.admission)
     if history:
         assert chat is not None
         await deps.chats.add_messages(chat.chat_id, [to_message(m, chat.chat_id, at) for m in history])
