@@ -62,3 +62,21 @@ async def test_a_fault_on_the_begin_leaves_the_days_spend_the_ledgers(harness: H
     # answer was lost counted its reservation once, and gave it back when the turn failed; one that never
     # committed gave nothing back
     await _spend_is_the_ledgers(harness)
+
+
+@pytest.mark.parametrize("kind", ["lost_response", "throttle"])
+async def test_the_retry_of_a_turn_that_failed_to_begin_reserves_once(harness: Harness, kind: str) -> None:
+    # Given a turn whose begin failed for good (its first attempt committed when the answer was lost: the run is
+    # then stored failed, so the retry restarts it; else nothing was stored, so the retry begins it)
+    chat_id = await harness.new_chat()
+    _script(harness)
+    harness.inject(FaultPlan(kind=kind, at=BEGIN, times=WRITE_ATTEMPTS))
+    first = await harness.query(chat_id, QUESTION, "req-again")
+    harness.heal()
+    assert first.status == 503
+    # When the client sends the same request again
+    _script(harness)
+    again = await harness.query(chat_id, QUESTION, "req-again")
+    # Then it is answered, and the day's spend is the ledger's: the retry reserved once, settled by its record
+    assert again.terminal is not None and again.terminal["type"] == "run.complete", again.events[-1:]
+    await _spend_is_the_ledgers(harness)
