@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -58,6 +60,7 @@ BUDGETS = {
     "AGENT_USAGE_REQUESTS_PER_MINUTE": 10**9,
 }
 TARGET_P95_MS = 3.0
+MOTO_BEGINS = 150  # begin pairs timed on moto, where each fresh table takes longer to make than its turns
 UTC = ZoneInfo("UTC")
 
 
@@ -91,15 +94,19 @@ async def _time(meter: UsageMeter, turns: int) -> dict[str, float]:
     }
 
 
-async def _begins(table: Table, settings: Settings, turns: int) -> dict[str, float]:
+async def _begins(tables: Callable[[], Table], settings: Settings, turns: int, per_table: int) -> dict[str, float]:
     """The begin's transaction without and with the reservation item, alternating turn by turn in one chat (each
-    turn's lease released, untimed, before the next)."""
-    store, meter = TableStore(table), UsageMeter(table, settings)
-    at = int(time.time() * 1000)
-    chat = Chat(chat_id="c_bench", user_id="bench", title="bench", created_at=at, last_activity_at=at)
-    await store.create_chat(chat)
+    turn's lease released, untimed, before the next); a fresh table from `tables` every `per_table` pairs."""
     seen: dict[str, list[float]] = {"without": [], "with": []}
+    at = int(time.time() * 1000)
+    store = meter = chat = None
     for n in range(2 * turns):
+        if n % (2 * per_table) == 0:
+            table = tables()
+            store, meter = TableStore(table), UsageMeter(table, settings)
+            chat = Chat(chat_id=f"c_bench{n}", user_id="bench", title="bench", created_at=at, last_activity_at=at)
+            await store.create_chat(chat)
+        assert store is not None and meter is not None and chat is not None
         mode = "with" if n % 2 else "without"
         run = Run(
             run_id=f"r{n:05d}", chat_id=chat.chat_id, user_id="bench", request_id=f"q{n}", model="m", started_at=at
@@ -124,21 +131,40 @@ async def _begins(table: Table, settings: Settings, turns: int) -> dict[str, flo
     return {f"{mode}_{p}_ms": round(percentile(values, q), 3) for mode, values in seen.items() for p, q in quantiles}
 
 
-def _latency(turns: int, begin_turns: int) -> dict[str, dict[str, float]]:
+def _median_begins(tables: Callable[[], Table], settings: Settings, turns: int, repeats: int) -> dict[str, float]:
+    """`_begins` `repeats` times, each on fresh tables from `tables`: the median of each figure (the p95 of a
+    commit moves by milliseconds between runs on a shared machine)."""
+    runs = [asyncio.run(_begins(tables, settings, turns, turns)) for _ in range(repeats)]
+    return {key: round(statistics.median(run[key] for run in runs), 3) for key in runs[0]}
+
+
+def _latency(turns: int, begin_turns: int, begin_repeats: int) -> dict[str, dict[str, float]]:
     settings = make_settings(**BUDGETS)
     out: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name in ("memory", "sqlite"):
-            dbs = [SqliteDatabase(Path(tmp) / f"{name}-{n}.sqlite3") for n in range(2)] if name == "sqlite" else []
-            tables: list[Table] = [SqliteTable(db) for db in dbs] if dbs else [MemoryTable(), MemoryTable()]
-            out[name] = asyncio.run(_time(UsageMeter(tables[0], settings), turns))
-            out[name] |= asyncio.run(_begins(tables[1], settings, begin_turns))
-            for db in dbs:
-                db.close()
+        db = SqliteDatabase(Path(tmp) / "admit.sqlite3")
+        out["memory"] = asyncio.run(_time(UsageMeter(MemoryTable(), settings), turns))
+        out["memory"] |= _median_begins(MemoryTable, settings, begin_turns, begin_repeats)
+        out["sqlite"] = asyncio.run(_time(UsageMeter(SqliteTable(db), settings), turns))
+        files = iter(range(10**6))
+        opened: list[SqliteDatabase] = [db]
+
+        def fresh_sqlite() -> Table:
+            opened.append(SqliteDatabase(Path(tmp) / f"begins-{next(files)}.sqlite3"))
+            return SqliteTable(opened[-1])
+
+        out["sqlite"] |= _median_begins(fresh_sqlite, settings, begin_turns, begin_repeats)
+        for each in opened:
+            each.close()
     with moto_aws():
         out["moto"] = asyncio.run(_time(UsageMeter(moto_table(settings), settings), turns))
-    with moto_aws():  # a table of its own: moto's transactions cost more as its table grows
-        out["moto"] |= asyncio.run(_begins(moto_table(settings), settings, begin_turns))
+    tables = iter(range(10**6))
+
+    def fresh_moto() -> Table:  # as in `_whole_turns`: moto's transactions cost more as its table grows
+        return moto_table(make_settings(AGENT_TABLE_NAME=f"bench-begins-{next(tables)}", **BUDGETS))
+
+    with moto_aws():
+        out["moto"] |= asyncio.run(_begins(fresh_moto, settings, min(begin_turns, MOTO_BEGINS), TURNS_PER_CHAT))
     return out
 
 
@@ -205,9 +231,11 @@ async def _calls(turns: int) -> Counter[tuple[tuple[str, ...], tuple[str, ...]]]
     return patterns
 
 
-def run(turns: int = 300, call_turns: int = 20, whole_turns: int = 150, begin_turns: int = 100) -> dict[str, Any]:
+def run(
+    turns: int = 300, call_turns: int = 20, whole_turns: int = 150, begin_turns: int = 1000, begin_repeats: int = 3
+) -> dict[str, Any]:
     quiet_observability()
-    latency = _latency(turns, begin_turns)
+    latency = _latency(turns, begin_turns, begin_repeats)
     with moto_aws():
         patterns = asyncio.run(_calls(call_turns))
     with moto_aws():
@@ -220,7 +248,11 @@ def run(turns: int = 300, call_turns: int = 20, whole_turns: int = 150, begin_tu
             f"| {name} | {row['prepare_p50_ms']} | {row['prepare_p95_ms']} | {row['admit_p50_ms']} "
             f"| {row['admit_p95_ms']} | {row['record_p50_ms']} | {row['record_p95_ms']} |"
         )
-    print(f"\nThe begin's transaction without / with the reservation item, {begin_turns} each, alternating (ms)")
+    print(
+        f"\nThe begin's transaction without / with the reservation item, {begin_turns} each, alternating (ms; "
+        f"in-process: the median of {begin_repeats} runs; moto: {min(begin_turns, MOTO_BEGINS)} pairs, a fresh "
+        f"table every {TURNS_PER_CHAT})"
+    )
     print("| table | without p50 | with p50 | without p95 | with p95 | added p50 | added p95 |")
     print("|---|---|---|---|---|---|---|")
     for name, row in latency.items():
@@ -256,14 +288,20 @@ def run(turns: int = 300, call_turns: int = 20, whole_turns: int = 150, begin_tu
         print(f"| {mode} | {row['p50_ms']} | {row['p95_ms']} | {row['ddb_p50_ms']} | {int(row['calls_before'])} |")
     added = round(whole["on"]["p95_ms"] - whole["off"]["p95_ms"], 2)
     print(f"added p95 on moto: {added} ms (p50 {round(whole['on']['p50_ms'] - whole['off']['p50_ms'], 2)} ms)")
-    # A turn in a chat: the admission's preparation plus what the reservation item adds to the begin.
-    in_process = max(
-        latency[name]["prepare_p95_ms"] + max(0.0, latency[name]["with_p95_ms"] - latency[name]["without_p95_ms"])
-        for name in ("memory", "sqlite")
-    )
+
+    # A turn in a chat: the admission's preparation plus what the reservation item adds to the begin, at p95 (the
+    # difference of two p95s: as noisy as the begin's own p95) and at p50.
+    def check(name: str, q: str) -> float:
+        row = latency[name]
+        return row["prepare_p95_ms"] + max(0.0, row[f"with_{q}_ms"] - row[f"without_{q}_ms"])
+
+    in_process = round(max(check(name, "p95") for name in ("memory", "sqlite")), 3)
+    typical = round(max(check(name, "p50") for name in ("memory", "sqlite")), 3)
     verdict = "met" if in_process <= TARGET_P95_MS else "NOT met"
-    in_process = round(in_process, 3)
-    print(f"\nbudget check p95 on the in-process tables: {in_process} ms (target <= {TARGET_P95_MS} ms): {verdict}")
+    print(
+        f"\nbudget check on the in-process tables: prepare p95 + the item's added p95 {in_process} ms (target <= "
+        f"{TARGET_P95_MS} ms): {verdict}; prepare p95 + the item's added p50: {typical} ms"
+    )
     return {
         "latency": latency,
         "call_patterns": rows,
@@ -277,9 +315,10 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=300)
     parser.add_argument("--call-turns", type=int, default=20)
     parser.add_argument("--whole-turns", type=int, default=150)
-    parser.add_argument("--begin-turns", type=int, default=100)
+    parser.add_argument("--begin-turns", type=int, default=1000)
+    parser.add_argument("--begin-repeats", type=int, default=3)
     args = parser.parse_args()
-    run(args.turns, args.call_turns, args.whole_turns, args.begin_turns)
+    run(args.turns, args.call_turns, args.whole_turns, args.begin_turns, args.begin_repeats)
 
 
 if __name__ == "__main__":
