@@ -413,6 +413,35 @@ async def test_a_turn_that_opens_a_chat_reserves_with_it(wire: str) -> None:
             assert _reservation_writes(table, today) == ["transact"] and f"BUDGET#{today}" in begin[0]
 
 
+async def test_a_ui_stream_turn_in_its_chat_is_refused_by_its_begin_storing_nothing() -> None:
+    # Given a budget the first turn of a UI chat spends (10, reserving 10; the turn spends 15)
+    llm = ScriptedLlm()
+    table = _Recorded(llm)
+    settings = make_settings(
+        AGENT_DEFAULT_TIMEZONE="UTC", AGENT_USAGE_DAILY_TOKEN_BUDGET=10, AGENT_USAGE_RESERVE_TOKENS=10
+    )
+    context = build_context(settings, table=table, llm=llm)
+
+    def body(n: int) -> dict[str, Any]:
+        return {"id": "c1", "messages": [{"id": f"u{n}", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}
+
+    async with _client(context) as client:
+        assert '"finish"' in (await client.post("/api/ui-stream", json=body(1))).text
+        await context.background.join()
+        [chat] = (await context.deps.chats.list_chats("alice", 10, None)).items
+        stored = await context.deps.chats.messages_between(chat.chat_id, None, None)
+        table.writes.clear()
+        # When the client sends the next message in that chat
+        refused = await client.post("/api/ui-stream", json=body(2))
+    # Then the stream ends with the budget's error part, and the refusal came from the begin's transaction: the
+    # one write tried, which stored nothing
+    assert "[budget_exceeded]" in refused.text and refused.headers["Retry-After"]
+    assert [kind for _, kind, _ in table.writes] == ["transact"]
+    assert await context.deps.chats.messages_between(chat.chat_id, None, None) == stored
+    reopened = await context.deps.chats.get_chat(chat.chat_id, "alice")
+    assert reopened is not None and reopened.active_run_id is None
+
+
 async def test_the_chain_endpoint_is_held_to_the_budget_on_the_apps_table() -> None:
     # Given a budget one stateless turn spends (its turn is stored in a throw-away store, its budget is not)
     context = _context(AGENT_USAGE_DAILY_TOKEN_BUDGET=10, AGENT_USAGE_RESERVE_TOKENS=10)
