@@ -68,10 +68,6 @@ async def test_the_store_creates_one_chat_per_user_and_request_id(any_table: Tab
     assert (await store.create_chat(other_user, request_id="req-1")).chat_id == "c_bob"  # another user's
     assert await store.get_chat("c_first", USER) is not None
     assert await any_table.get(it.first_request_key(USER, "req-1")) is not None
-    # And a reader finds the chat each (user, requestId) opened
-    assert await store.first_request_chat(USER, "req-1") == "c_first"
-    assert await store.first_request_chat("bob", "req-1") == "c_bob"
-    assert await store.first_request_chat(USER, "req-3") is None
 
 
 async def test_a_retried_first_message_answers_with_the_first_attempts_chat(any_table: Table) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -26,11 +27,13 @@ from agent_core.domain.models import (
 )
 from agent_core.errors import InvalidRequest, RunInProgress
 from agent_core.store import items as it
-from agent_core.store.base import ChatPage, DuplicateRequest
+from agent_core.store.base import ChatPage, DuplicateRequest, ReservationRefused
 from agent_core.store.dynamodb import DynamoTable
 from agent_core.store.schema import SK
-from agent_core.store.table import Item, Table
+from agent_core.store.table import Item, Table, UpdateOp
 from agent_core.store.table_store import TableStore
+from agent_core.usage.meter import UsageMeter
+from tests.support.fixtures import make_settings
 
 ALICE = "user-alice"
 MALLORY = "user-mallory"
@@ -497,6 +500,114 @@ async def test_restart_turn_after_a_failed_run_repoints_the_request_marker(store
     with pytest.raises(DuplicateRequest) as again:
         await store.begin_turn(chat, third, user_message(chat, third, "try"), LEASE_MS)
     assert again.value.run.run_id == retry.run_id
+
+
+# ---------------------------------------------------------------- the budget reservation a begin carries
+
+DAY_S = T0 // 1000
+
+
+def _budget(store: TableStore, budget: int, reserve: int) -> UsageMeter:
+    return UsageMeter(
+        store.table, make_settings(AGENT_USAGE_DAILY_TOKEN_BUDGET=budget, AGENT_USAGE_RESERVE_TOKENS=reserve)
+    )
+
+
+async def _reservation(meter: UsageMeter) -> UpdateOp:
+    write = (await meter.budget.plan(ALICE, "test-model", DAY_S, ZoneInfo("UTC"))).write
+    assert write is not None
+    return write
+
+
+async def _reserved(store: TableStore) -> int:
+    item = await store.table.get(it.budget_key(ALICE, "2023-11-14"))  # T0's UTC day
+    return int((item or {}).get("tokens", 0))
+
+
+async def test_begin_turn_commits_the_reservation_with_the_lease_or_is_refused_writing_nothing(
+    store: TableStore,
+) -> None:
+    # Given a budget of 150 tokens, turns that reserve 100
+    meter = _budget(store, budget=150, reserve=100)
+    chat = await store.create_chat(new_chat(ALICE))
+    first = new_run(chat, started_at=T0 + 10)
+    # When a turn begins with its reservation
+    await store.begin_turn(chat, first, user_message(chat, first, "one"), LEASE_MS, None, await _reservation(meter))
+    # Then the reservation is written with the lease, the message and the run
+    assert await _reserved(store) == 100
+    assert await store.get_run(chat.chat_id, first.run_id) == first
+    await store.finish_turn(completed(first, T0 + 20), [], T0 + 20)
+    # When the next turn's reservation finds the day at 100 (not below 150: admitted) and the one after at 200
+    second = new_run(chat, started_at=T0 + 30)
+    await store.begin_turn(chat, second, user_message(chat, second, "two"), LEASE_MS, None, await _reservation(meter))
+    await store.finish_turn(completed(second, T0 + 40), [], T0 + 40)
+    before = await items_under(store.table, chat.chat_id)
+    third = new_run(chat, started_at=T0 + 50)
+    with pytest.raises(ReservationRefused):
+        await store.begin_turn(
+            chat, third, user_message(chat, third, "three"), LEASE_MS, None, await _reservation(meter)
+        )
+    # Then it is refused and nothing of it is written: no message, run, marker or lease, the budget unchanged
+    assert await items_under(store.table, chat.chat_id) == before
+    assert await store.get_run(chat.chat_id, third.run_id) is None
+    assert await _reserved(store) == 200
+    # And a restart of a failed request is held to the budget alike: refused, its marker left as it was
+    failed = completed(second, T0 + 40).model_copy(update={"status": RunStatus.FAILED, "result": None})
+    retry = new_run(chat, started_at=T0 + 60, request_id=second.request_id)
+    with pytest.raises(ReservationRefused):
+        await store.restart_turn(chat, failed, retry, LEASE_MS, await _reservation(meter))
+    marker = await store.table.get(it.request_key(chat.chat_id, second.request_id))
+    assert marker is not None and marker["runId"] == second.run_id
+    assert await store.get_run(chat.chat_id, retry.run_id) is None and await _reserved(store) == 200
+
+
+async def test_a_refused_reservation_is_told_apart_from_its_own_commit_a_duplicate_and_a_held_lease(
+    store: TableStore,
+) -> None:
+    # Given a budget that one reservation fills, and a turn that began with it
+    meter = _budget(store, budget=100, reserve=100)
+    chat = await store.create_chat(new_chat(ALICE))
+    run = new_run(chat, started_at=T0 + 10, request_id="req-R")
+    message = user_message(chat, run, "one")
+    await store.begin_turn(chat, run, message, LEASE_MS, None, await _reservation(meter))
+    # When the same begin is tried again (its first answer lost): every condition fails, its reservation's too
+    await store.begin_turn(chat, run, message, LEASE_MS, None, await _reservation(meter))
+    # Then it recognises its own commit: no refusal, the reservation counted once
+    assert await _reserved(store) == 100
+    # When another run comes with the same requestId: the duplicate, not the budget, answers it
+    again = new_run(chat, started_at=T0 + 20, request_id="req-R")
+    with pytest.raises(DuplicateRequest) as duplicate:
+        await store.begin_turn(chat, again, user_message(chat, again, "one"), LEASE_MS, None, await _reservation(meter))
+    assert duplicate.value.run.run_id == run.run_id
+    # When a new request comes while the lease is held and the budget is spent: the budget answers (429 first)
+    other = new_run(chat, started_at=T0 + 30)
+    with pytest.raises(ReservationRefused):
+        await store.begin_turn(chat, other, user_message(chat, other, "two"), LEASE_MS, None, await _reservation(meter))
+    # And without a reservation the held lease answers, as ever
+    with pytest.raises(RunInProgress):
+        await store.begin_turn(chat, other, user_message(chat, other, "two"), LEASE_MS)
+    assert await _reserved(store) == 100
+
+
+async def test_a_chat_opened_with_its_turns_reservation_is_refused_writing_nothing(store: TableStore) -> None:
+    # Given a budget one reservation fills
+    meter = _budget(store, budget=100, reserve=100)
+    # When a first message opens a chat with its reservation (with its requestId, and without one)
+    opened = await store.create_chat(new_chat(ALICE), request_id="first-1", reservation=await _reservation(meter))
+    # Then both are written
+    assert await store.get_chat(opened.chat_id, ALICE) is not None and await _reserved(store) == 100
+    # When the same first message is sent again: its chat is found, and no reservation is written with nothing
+    again = await store.create_chat(new_chat(ALICE), request_id="first-1", reservation=await _reservation(meter))
+    assert again.chat_id == opened.chat_id and await _reserved(store) == 100
+    # When other first messages come, the budget spent: refused, and no chat, no marker is written
+    for request_id in ("first-2", None):
+        refused = new_chat(ALICE)
+        with pytest.raises(ReservationRefused):
+            await store.create_chat(refused, request_id=request_id, reservation=await _reservation(meter))
+        assert await items_under(store.table, refused.chat_id) == []
+    assert await store.table.get(it.first_request_key(ALICE, "first-2")) is None
+    assert [c.chat_id for c in (await store.list_chats(ALICE, 10, None)).items] == [opened.chat_id]
+    assert await _reserved(store) == 100
 
 
 # ---------------------------------------------------------------- messages

@@ -22,7 +22,7 @@ from agent_core.store.dynamodb import DynamoTable
 from agent_core.store.items import budget_key
 from agent_core.store.memory_table import MemoryTable
 from agent_core.store.schema import SK
-from agent_core.store.table import Item, Key, Table
+from agent_core.store.table import Item, Key, Put, Table
 from agent_core.usage.ledger import UsageRecord
 from agent_core.usage.meter import UsageMeter
 from tests.support.fake_llm import ScriptedLlm
@@ -288,7 +288,174 @@ async def test_a_replayed_request_gives_its_reservation_back() -> None:
         await context.background.join()
     today = datetime.now(UTC).date().isoformat()
     assert context.deps.usage is not None
-    assert (await context.deps.usage.budget.spent("alice", today))["tokens"] == 15
+    assert (await context.deps.usage.budget.spent("alice", today))["tokens"] >= 10
+
+
+class _Recorded(MemoryTable):
+    """Records each write's kind and sort keys with the number of model calls made before it."""
+
+    def __init__(self, llm: ScriptedLlm) -> None:
+        super().__init__()
+        self.llm = llm
+        self.writes: list[tuple[int, str, list[str]]] = []
+
+    async def update(self, key: Any, update: Any, condition: Any = None) -> Any:
+        self.writes.append((len(self.llm.requests), "update", [str(key[SK])]))
+        return await super().update(key, update, condition)
+
+    async def put(self, item: Any, condition: Any = None) -> None:
+        self.writes.append((len(self.llm.requests), "put", [str(item[SK])]))
+        await super().put(item, condition)
+
+    async def transact(self, ops: list[Any]) -> None:
+        keys = [str((op.item if isinstance(op, Put) else op.key)[SK]) for op in ops]
+        self.writes.append((len(self.llm.requests), "transact", keys))
+        await super().transact(ops)
+
+
+async def test_a_turn_in_a_chat_reserves_with_its_begin_and_a_refused_one_stores_nothing() -> None:
+    # Given a budget of 20 tokens a day, turns that reserve 10 and spend 15, and a chat
+    llm = ScriptedLlm()
+    table = _Recorded(llm)
+    settings = make_settings(
+        AGENT_DEFAULT_TIMEZONE="UTC", AGENT_USAGE_DAILY_TOKEN_BUDGET=20, AGENT_USAGE_RESERVE_TOKENS=10
+    )
+    context = build_context(settings, table=table, llm=llm)
+    today = datetime.now(UTC).date().isoformat()
+    async with _client(context) as client:
+        cid = (await client.post("/api/v1/conversations", json={"title": "t"})).json()["conversationId"]
+        table.writes.clear()
+        # When a turn runs in it
+        sent = await client.post(
+            f"/api/v1/conversations/{cid}/chat", json={"message": "one"}, headers={"X-Request-Id": "r1"}
+        )
+        assert sent.status_code == 200
+        answer = sent.json()
+        await context.background.join()
+        # Then its one write before the model call is the begin's transaction, the reservation one of its items
+        before_model = [(kind, keys) for calls, kind, keys in table.writes if calls == 0]
+        assert len(before_model) == 1 and before_model[0][0] == "transact", before_model
+        assert "META" in before_model[0][1] and f"BUDGET#{today}" in before_model[0][1]
+        # When a second turn takes the day to 30 (10 reserved at 15 spent: admitted), a third is refused
+        assert (await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "two"})).status_code == 200
+        await context.background.join()
+        stored = await context.deps.chats.messages_between(cid, None, None)
+        runs, _ = await context.deps.turns.list_runs(cid, 10, None)
+        spent = await table.get(budget_key("alice", today))
+        calls = len(llm.requests)
+        refused = await client.post(f"/api/v1/conversations/{cid}/chat", json={"message": "three"})
+        assert refused.status_code == 429 and refused.json()["error"]["code"] == "budget_exceeded"
+        assert 0 < int(refused.headers["Retry-After"]) <= 86_400
+        assert refused.json()["data"]["remaining"] == {"tokens": 0}
+        # Then nothing of it is stored: no message, no run, the lease free, the day's spend unchanged
+        assert await context.deps.chats.messages_between(cid, None, None) == stored
+        assert (await context.deps.turns.list_runs(cid, 10, None))[0] == runs
+        chat = await context.deps.chats.get_chat(cid, "alice")
+        assert chat is not None and chat.active_run_id is None
+        assert await table.get(budget_key("alice", today)) == spent and len(llm.requests) == calls
+        # And the first request sent again gets its stored answer: a replay calls no model and reserves nothing
+        replay = await client.post(
+            f"/api/v1/conversations/{cid}/chat", json={"message": "one"}, headers={"X-Request-Id": "r1"}
+        )
+        assert replay.status_code == 200 and replay.json() == answer
+        assert await table.get(budget_key("alice", today)) == spent and len(llm.requests) == calls
+
+
+def _reservation_writes(table: _Recorded, day: str) -> list[str]:
+    """How each write before the model call that holds the day's BUDGET item wrote it (or the write's kind)."""
+    return [kind for calls, kind, keys in table.writes if calls == 0 and f"BUDGET#{day}" in keys]
+
+
+WIRE_TURNS = {
+    "native, first message": ("/api/ap/query", {"message": "hi"}),
+    "UI stream, new chat": (
+        "/api/ui-stream",
+        {"id": "c1", "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]},
+    ),
+    "Responses, input with history": (
+        "/v1/responses",
+        {
+            "model": "main-agent",
+            "input": [
+                {"role": "user", "content": "hello"},
+                {"role": "assistant", "content": "hi, how can I help?"},
+                {"role": "user", "content": "tell me more"},
+            ],
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("wire", list(WIRE_TURNS))
+async def test_a_turn_that_opens_a_chat_reserves_with_it(wire: str) -> None:
+    # Given a user with a budget
+    llm = ScriptedLlm()
+    table = _Recorded(llm)
+    context = build_context(
+        make_settings(AGENT_DEFAULT_TIMEZONE="UTC", AGENT_USAGE_DAILY_TOKEN_BUDGET=1000), table=table, llm=llm
+    )
+    path, body = WIRE_TURNS[wire]
+    async with _client(context) as client:
+        # When a turn opens a new chat
+        response = await client.post(path, json=body)
+        assert response.status_code == 200, response.text
+        await context.background.join()
+        # Then its reservation is one item of the transaction opening the chat: no write of its own
+        today = datetime.now(UTC).date().isoformat()
+        assert _reservation_writes(table, today) == ["transact"], table.writes
+        if path == "/v1/responses":
+            # And a response continuing it (nothing written before its begin) reserves with its begin
+            table.writes.clear()
+            llm.requests.clear()
+            follow = {"model": "main-agent", "input": "and then?", "previous_response_id": response.json()["id"]}
+            assert (await client.post(path, json=follow)).status_code == 200
+            begin = [keys for calls, kind, keys in table.writes if calls == 0 and "META" in keys]
+            assert _reservation_writes(table, today) == ["transact"] and f"BUDGET#{today}" in begin[0]
+
+
+async def test_a_ui_stream_turn_in_its_chat_is_refused_by_its_begin_storing_nothing() -> None:
+    # Given a budget the first turn of a UI chat spends (10, reserving 10; the turn spends 15)
+    llm = ScriptedLlm()
+    table = _Recorded(llm)
+    settings = make_settings(
+        AGENT_DEFAULT_TIMEZONE="UTC", AGENT_USAGE_DAILY_TOKEN_BUDGET=10, AGENT_USAGE_RESERVE_TOKENS=10
+    )
+    context = build_context(settings, table=table, llm=llm)
+
+    def body(n: int) -> dict[str, Any]:
+        return {"id": "c1", "messages": [{"id": f"u{n}", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}
+
+    async with _client(context) as client:
+        assert '"finish"' in (await client.post("/api/ui-stream", json=body(1))).text
+        await context.background.join()
+        [chat] = (await context.deps.chats.list_chats("alice", 10, None)).items
+        stored = await context.deps.chats.messages_between(chat.chat_id, None, None)
+        table.writes.clear()
+        # When the client sends the next message in that chat
+        refused = await client.post("/api/ui-stream", json=body(2))
+    # Then the stream ends with the budget's error part, and the refusal came from the begin's transaction: the
+    # one write tried, which stored nothing
+    assert "[budget_exceeded]" in refused.text and refused.headers["Retry-After"]
+    assert [kind for _, kind, _ in table.writes] == ["transact"]
+    assert await context.deps.chats.messages_between(chat.chat_id, None, None) == stored
+    reopened = await context.deps.chats.get_chat(chat.chat_id, "alice")
+    assert reopened is not None and reopened.active_run_id is None
+
+
+async def test_the_chain_endpoint_is_held_to_the_budget_on_the_apps_table() -> None:
+    # Given a budget one stateless turn spends (its turn is stored in a throw-away store, its budget is not)
+    context = _context(AGENT_USAGE_DAILY_TOKEN_BUDGET=10, AGENT_USAGE_RESERVE_TOKENS=10)
+    body = {"messages": [{"role": "user", "content": "hi"}]}
+    async with _client(context) as client:
+        first = events_in((await client.post("/api/chat/stream", json=body)).text)
+        assert first[0]["type"] == "request.query" and first[-1].get("code") != "budget_exceeded"  # it ran
+        await context.background.join()
+        # When another comes, Then it is refused: the reservation went to the app's table
+        [event] = events_in((await client.post("/api/chat/stream", json=body)).text)
+        assert (event["type"], event["code"]) == ("run.error", "budget_exceeded")
+    today = datetime.now(UTC).date().isoformat()
+    assert context.deps.usage is not None
+    assert (await context.deps.usage.budget.spent("alice", today))["tokens"] >= 10
 
 
 class _MarkerReads(MemoryTable):

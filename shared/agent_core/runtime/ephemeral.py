@@ -26,7 +26,8 @@ class DiscardQueue:
 
 
 def ephemeral_deps(deps: RunDeps, agent: AgentDefinition | None = None) -> RunDeps:
-    """The same settings, LLM and tools; a fresh in-memory store and blob store; nothing durable."""
+    """The same settings, LLM and tools; a fresh in-memory store and blob store; nothing durable. The usage
+    meter stays the app's (the run is counted and held to its user's budget), reserving apart from the turn."""
     agents = AgentCatalog([agent]) if agent is not None else deps.agents
     return dataclasses.replace(
         deps,
@@ -35,6 +36,7 @@ def ephemeral_deps(deps: RunDeps, agent: AgentDefinition | None = None) -> RunDe
         blobs=MemoryBlobStore(),
         agents=agents,
         run_log=None,  # nothing durable: an ephemeral run cannot be resumed
+        usage=deps.usage.apart() if deps.usage is not None else None,
     )
 
 

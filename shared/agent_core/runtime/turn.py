@@ -28,11 +28,11 @@ from agent_core.memory.profile import profile_block
 from agent_core.memory.recall import recall_block
 from agent_core.memory.session_rules import plan_session
 from agent_core.runtime.agents import AgentDefinition
-from agent_core.runtime.answered import Answered, admit_or_answered
 from agent_core.runtime.approvals import ApprovalMode, DecidedCall
 from agent_core.runtime.interrupted import settle_interrupted_run
 from agent_core.runtime.release import release_failed_run
-from agent_core.store.base import DuplicateRequest, RecentMessages, SessionChanged
+from agent_core.runtime.reservation import create_reserving, start_failed
+from agent_core.store.base import DuplicateRequest, RecentMessages, ReservationRefused, SessionChanged
 from agent_core.store.retry import retry_write, write_backoff
 from agent_core.usage.budget import Reservation
 from agent_core.usage.meter import Admission
@@ -48,10 +48,8 @@ class TurnRequest:
     agent_key: str | None = None
     deadline_ms: int | None = None
     now: datetime | None = None
-    # Tools the caller runs itself (Responses API function tools): a model step calling one ends the run.
-    client_tools: frozenset[str] = frozenset()
-    # Where clients reach the API (data links are built on it); '' keeps links root-relative.
-    public_base_url: str = ""
+    client_tools: frozenset[str] = frozenset()  # tools the caller runs (a model step calling one ends the run)
+    public_base_url: str = ""  # where clients reach the API (data links are built on it); '': root-relative
     timezone: str | None = None  # the zone the client names for this request (validated); else the profile's
     chat_param: str = "chatId"  # how the caller's API names the chat id (in a not-found error)
     # The turn continues from the client's tool results, already stored as the history of the chat `chat_id`
@@ -116,13 +114,13 @@ async def _open_chat(
     deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admission
 ) -> tuple[Chat, Summary | None, Profile | None, bool, str | None]:
     """The turn's chat (opened for a first message), summary, profile, whether it was created, and the user's
-    memory records' version (None for a new chat: read when recalled); the budget is checked before the chat
-    is opened."""
+    memory records' version (None for a new chat: read when recalled). The turn's reservation is prepared here
+    (`Admission.prepare`) and written with its first write: the new chat, else its begin."""
     chat_id = req.chat_id
     if chat_id is None:
         profile = await deps.memory_store.get_profile(req.user_id)
         agent = deps.agents.get(req.agent_key)
-        await admit_or_answered(deps, admission, turn_model(deps, req, agent), turn_zone(deps, req, profile), req)
+        await admission.prepare(turn_model(deps, req, agent), turn_zone(deps, req, profile))
         req.message = await deps.screen_input(agent, req.message, req.input_checked)  # before the chat opens
         chat = Chat(
             chat_id=new_chat_id(),
@@ -133,8 +131,9 @@ async def _open_chat(
             last_activity_at=at_ms,
         )
         # A retried first message (same requestId) finds the chat its first attempt opened, and goes on as a
-        # retry in that chat: begin_turn's request marker then answers it (result, 409, or a rerun).
-        opened = await deps.chats.create_chat(chat, request_id=req.request_id)
+        # retry in that chat: begin_turn's request marker then answers it (result, 409, or a rerun), and its
+        # begin carries the reservation. A new chat is opened with it.
+        opened = await create_reserving(deps, chat, req.request_id, admission)
         if opened.chat_id == chat.chat_id:
             return chat, None, profile, True, None
         chat_id = opened.chat_id
@@ -142,7 +141,7 @@ async def _open_chat(
     if context is None:
         raise NotFound("conversation not found", param=req.chat_param, code="conversation_not_found")
     agent = deps.agents.get(req.agent_key or context.chat.agent_key)
-    await admit_or_answered(deps, admission, turn_model(deps, req, agent), turn_zone(deps, req, context.profile), req)
+    await admission.prepare(turn_model(deps, req, agent), turn_zone(deps, req, context.profile))
     req.message = await deps.screen_input(agent, req.message, req.input_checked)
     return context.chat, context.summary, context.profile, False, context.records_version
 
@@ -168,8 +167,9 @@ async def prepare_turn(
     """Everything that can fail with an HTTP status happens here, before any event is produced.
 
     Returns the stored result when the requestId was already answered. The user's budget and rate limit are
-    checked before the turn writes anything (429), here or by the wire (`admission`: wires/turn.py `admit`); a
-    turn that does not go on to the model gives its reservation back.
+    checked before the turn writes anything (429): its first write carries the reservation (the new chat it
+    opens, else its begin), or a write of its own comes first when a wire writes the client's input before
+    (wires/turn.py `admit`); a turn that does not go on to the model gives its reservation back.
     """
     at_ms = to_ms(req.now) if req.now else now_ms()
     admission = admission or Admission(deps.usage, req.user_id, at_ms)
@@ -177,8 +177,6 @@ async def prepare_turn(
         if not req.continuation:
             validate_message(req.message, deps.settings.max_message_bytes)
         prepared = await _prepare(deps, req, at_ms, admission)
-    except Answered as answered:  # refused by the budget, but the request was answered already
-        return answered.result
     except BaseException:
         await asyncio.shield(admission.release())
         raise
@@ -224,23 +222,25 @@ async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admis
     plan = plan_session(chat, at_ms, tz, idle_ms, new_chat=created)
     backoff = write_backoff(s)
     restarted = False
+
+    async def begin() -> None:
+        await deps.turns.begin_turn(chat, run, user_message, s.run_lease_ms, plan, admission.reservation_write)
+
     try:
         try:
-            # Retried on throttling/timeouts: begin_turn recognises its own earlier commit.
-            await retry_write(
-                lambda: deps.turns.begin_turn(chat, run, user_message, s.run_lease_ms, plan), backoff, "begin_turn"
-            )
-        except SessionChanged as changed:
-            # The idle job closed the session between our read and write: plan again from the new META.
-            chat = changed.chat
-            plan = plan_session(chat, at_ms, tz, idle_ms)
-            await retry_write(
-                lambda: deps.turns.begin_turn(chat, run, user_message, s.run_lease_ms, plan), backoff, "begin_turn"
-            )
+            try:
+                # Retried on throttling/timeouts: begin_turn recognises its own earlier commit.
+                await retry_write(begin, backoff, "begin_turn")
+            except SessionChanged as changed:
+                # The idle job closed the session between our read and write: plan again from the new META.
+                chat = changed.chat
+                plan = plan_session(chat, at_ms, tz, idle_ms)
+                await retry_write(begin, backoff, "begin_turn")
+        except ReservationRefused:
+            raise await admission.refused() from None  # over a limit: the turn wrote nothing
+        admission.committed()
     except ServiceUnavailable:
-        # An attempt may have committed before its answer was lost: free whatever it may have taken.
-        message = "the turn could not start"
-        await asyncio.shield(release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.stored_message))
+        await asyncio.shield(start_failed(deps, run, req.stored_message, admission, at_ms))
         raise
     except DuplicateRequest as duplicate:
         previous = duplicate.run
@@ -251,12 +251,12 @@ async def _prepare(deps: RunDeps, req: TurnRequest, at_ms: int, admission: Admis
             raise RunInProgress("this request is still running") from duplicate
         # A failed, cancelled or dead run: run again for the message already stored.
         try:
-            await deps.turns.restart_turn(chat, previous, run, s.run_lease_ms)
+            await deps.turns.restart_turn(chat, previous, run, s.run_lease_ms, admission.reservation_write)
+            admission.committed()
+        except ReservationRefused:
+            raise await admission.refused() from None
         except ServiceUnavailable:
-            message = "the turn could not start"
-            await asyncio.shield(
-                release_failed_run(deps, run, ServiceUnavailable.code, message, at_ms, req.stored_message)
-            )
+            await asyncio.shield(start_failed(deps, run, req.stored_message, admission, at_ms))
             raise
         restarted = True
     # The lease is ours from here: every way out but a returned turn releases it.

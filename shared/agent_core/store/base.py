@@ -23,6 +23,7 @@ from agent_core.domain.models import (
 )
 from agent_core.domain.session_plan import SessionPlan
 from agent_core.store.memory_records import RecordStore
+from agent_core.store.table import TransactionFailed, UpdateOp
 
 
 @dataclass
@@ -76,17 +77,26 @@ class DuplicateRequest(Exception):
         self.run = run
 
 
+class ReservationRefused(Exception):
+    """The conditional write a turn's first write carried with it (its usage budget's reservation: with the
+    chat it opens, or with its begin) did not hold: the turn is refused, and nothing of it was written."""
+
+
+def check_reservation(failed: TransactionFailed, reservation: UpdateOp | None, index: int) -> None:
+    """ReservationRefused when the turn's reservation (op `index` of the cancelled transaction) failed."""
+    if reservation is not None and len(failed.reasons) > index and failed.reasons[index] == "ConditionalCheckFailed":
+        raise ReservationRefused("the turn's usage reservation was refused") from failed
+
+
 class ChatStore(Protocol):
     """Chats and their messages. Reads of a user's chat take the caller's userId."""
 
-    async def create_chat(self, chat: Chat, request_id: str | None = None) -> Chat:
+    async def create_chat(self, chat: Chat, request_id: str | None = None, reservation: UpdateOp | None = None) -> Chat:
         """Create `chat`. With the `request_id` of the message opening it, at most one chat is ever created per
         (user, requestId): a later call with the same pair creates nothing and returns the first call's chat
-        (NotFound if that chat was deleted since)."""
-        ...
-
-    async def first_request_chat(self, user_id: str, request_id: str) -> str | None:
-        """The id of the chat the user's `request_id` opened (`create_chat`), or None."""
+        (NotFound if that chat was deleted since), and writes no `reservation` either. With `reservation` (the
+        opening turn's budget reservation) written in the same transaction: ReservationRefused when its
+        condition fails, and no chat is created."""
         ...
 
     async def get_chat(self, chat_id: str, user_id: str) -> Chat | None: ...
@@ -110,10 +120,21 @@ class TurnStore(Protocol):
     async def load_turn_context(self, chat_id: str, user_id: str) -> TurnContext | None: ...
 
     async def begin_turn(
-        self, chat: Chat, run: Run, user_message: Message | None, lease_ms: int, plan: SessionPlan | None = None
-    ) -> None: ...
+        self,
+        chat: Chat,
+        run: Run,
+        user_message: Message | None,
+        lease_ms: int,
+        plan: SessionPlan | None = None,
+        reservation: UpdateOp | None = None,
+    ) -> None:
+        """Take the chat's lease with the turn's message, run and request marker, in one transaction; with it
+        `reservation` (the turn's budget reservation), whose failing condition raises ReservationRefused."""
+        ...
 
-    async def restart_turn(self, chat: Chat, previous: Run, run: Run, lease_ms: int) -> None: ...
+    async def restart_turn(
+        self, chat: Chat, previous: Run, run: Run, lease_ms: int, reservation: UpdateOp | None = None
+    ) -> None: ...
 
     async def finish_turn(self, run: Run, messages: list[Message], activity_at: int) -> None: ...
 

@@ -7,7 +7,7 @@ import contextlib
 from agent_core.domain.models import Chat, Message
 from agent_core.errors import NotFound, ServiceUnavailable
 from agent_core.store import items as it
-from agent_core.store.base import ChatPage, ChatStore, MessagePage, RecentMessages
+from agent_core.store.base import ChatPage, ChatStore, MessagePage, RecentMessages, check_reservation
 from agent_core.store.cursor import encode_cursor
 from agent_core.store.schema import GSI1, PK, SK
 from agent_core.store.spill import chat_spill_prefixes
@@ -34,9 +34,17 @@ _MESSAGES = SkRange(begins_with=it.MSG_PREFIX)
 class ChatTable(TableRole, ChatStore):
     """Chats (their META), their messages, and a chat's deletion with everything it holds."""
 
-    async def create_chat(self, chat: Chat, request_id: str | None = None) -> Chat:
+    async def create_chat(self, chat: Chat, request_id: str | None = None, reservation: UpdateOp | None = None) -> Chat:
+        reserve = [] if reservation is None else [reservation]
         if request_id is None:
-            await self.table.put(it.chat_to_item(chat), Condition.of(not_exists(PK)))
+            if not reserve:
+                await self.table.put(it.chat_to_item(chat), Condition.of(not_exists(PK)))
+                return chat
+            try:
+                await self.table.transact([Put(it.chat_to_item(chat), Condition.of(not_exists(PK))), *reserve])
+            except TransactionFailed as failed:
+                check_reservation(failed, reservation, 1)
+                raise ConditionFailed(f"chat {chat.chat_id} exists") from failed  # as the lone put says it
             return chat
         # The chat and its (user, requestId) marker in one conditional write: never a read, then a write. The
         # META names the marker, which its deletion deletes.
@@ -44,12 +52,14 @@ class ChatTable(TableRole, ChatStore):
         ops: list[WriteOp] = [
             Put({**it.chat_to_item(chat), it.FIRST_REQUEST_ID: request_id}, Condition.of(not_exists(PK))),
             Put({**marker_key, "chatId": chat.chat_id}, Condition.of(not_exists(PK))),
+            *reserve,
         ]
         try:
             await self.table.transact(ops)
             return chat
         except TransactionFailed as failed:
             if len(failed.reasons) < 2 or not failed.reasons[1]:
+                check_reservation(failed, reservation, 2)
                 raise
             marker = await self.table.get(marker_key)
             if marker is None:  # only a marker's deletion could get here; the caller may try again
@@ -60,10 +70,6 @@ class ChatTable(TableRole, ChatStore):
                     "the chat this requestId opened no longer exists", param="requestId", code="conversation_not_found"
                 ) from failed
             return first  # this very call's chat when an earlier attempt of it committed (its answer lost)
-
-    async def first_request_chat(self, user_id: str, request_id: str) -> str | None:
-        marker = await self.table.get(it.first_request_key(user_id, request_id))
-        return str(marker["chatId"]) if marker is not None else None
 
     async def get_chat(self, chat_id: str, user_id: str) -> Chat | None:
         item = await self.table.get(it.meta_key(chat_id))

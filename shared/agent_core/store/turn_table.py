@@ -11,7 +11,14 @@ from agent_core.domain.session_plan import DAYMARK_TTL_S, SessionPlan
 from agent_core.errors import RunInProgress, ServiceUnavailable
 from agent_core.observability import logger
 from agent_core.store import items as it
-from agent_core.store.base import DuplicateRequest, LeaseTaken, SessionChanged, TurnContext, TurnStore
+from agent_core.store.base import (
+    DuplicateRequest,
+    LeaseTaken,
+    SessionChanged,
+    TurnContext,
+    TurnStore,
+    check_reservation,
+)
 from agent_core.store.item_size import item_size
 from agent_core.store.run_table import STILL_RUNNING, RunTable
 from agent_core.store.schema import GSI1, PK, SK
@@ -99,11 +106,18 @@ class TurnTable(RunTable, TurnStore):
         return [Put(item, Condition.of(not_exists("doneAt")))]
 
     async def begin_turn(
-        self, chat: Chat, run: Run, user_message: Message | None, lease_ms: int, plan: SessionPlan | None = None
+        self,
+        chat: Chat,
+        run: Run,
+        user_message: Message | None,
+        lease_ms: int,
+        plan: SessionPlan | None = None,
+        reservation: UpdateOp | None = None,
     ) -> None:
-        """Take the lease with the USER message (None: a turn continued by tool results stores none).
-        Idempotent: calling it again after an attempt that committed (its answer lost to a timeout) finds
-        its own request marker and returns."""
+        """Take the lease with the USER message (None: a turn continued by tool results stores none), and with
+        them `reservation` (the turn's budget reservation: ReservationRefused when its condition fails, checked
+        after the request marker and before the lease). Idempotent: calling it again after an attempt that
+        committed (its answer lost to a timeout) finds its own request marker and returns."""
         message = [] if user_message is None else [Put(it.message_to_item(user_message), Condition.of(not_exists(PK)))]
         ops: list[WriteOp] = [
             Put(
@@ -114,6 +128,7 @@ class TurnTable(RunTable, TurnStore):
             *message,
             Put(it.run_to_item(run), Condition.of(not_exists(PK))),
             self._pointer_put(run),
+            *([] if reservation is None else [reservation]),
         ]
         marker = self._daymark_put(plan)
         try:
@@ -130,6 +145,7 @@ class TurnTable(RunTable, TurnStore):
                     return  # an earlier attempt of this very call committed (its answer was lost): done
                 if previous is not None:
                     raise DuplicateRequest(previous) from failed
+            check_reservation(failed, reservation, len(ops) - 1)
             await self._explain_meta_failure(chat, run)
             raise RunInProgress("another turn is running in this conversation") from failed
 
@@ -145,7 +161,9 @@ class TurnTable(RunTable, TurnStore):
             # The lease is free now: it moved between the write and this read. Not "in progress".
             raise ServiceUnavailable("the chat changed while the turn began; try again")
 
-    async def restart_turn(self, chat: Chat, previous: Run, run: Run, lease_ms: int) -> None:
+    async def restart_turn(
+        self, chat: Chat, previous: Run, run: Run, lease_ms: int, reservation: UpdateOp | None = None
+    ) -> None:
         ops: list[WriteOp] = [
             UpdateOp(
                 it.request_key(chat.chat_id, run.request_id),
@@ -155,10 +173,12 @@ class TurnTable(RunTable, TurnStore):
             self._lease_op(chat, run, lease_ms, add_messages=0),
             Put(it.run_to_item(run), Condition.of(not_exists(PK))),
             self._pointer_put(run),
+            *([] if reservation is None else [reservation]),
         ]
         try:
             await self.table.transact(ops)
         except TransactionFailed as failed:
+            check_reservation(failed, reservation, len(ops) - 1)
             raise RunInProgress("another turn is running in this conversation") from failed
 
     @staticmethod

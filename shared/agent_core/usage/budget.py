@@ -1,10 +1,12 @@
 """Budgets and the rate limit, checked before the model is called.
 
-A turn reserves `AGENT_USAGE_RESERVE_TOKENS` (and their estimated cost) with one conditional UpdateItem ADD on
-the user's day item: the condition admits it only while the day's spend, reservations included, is below the
-budget, and while this minute's request count is below the limit. The ledger settles the reservation to the
-actual spend when the run ends. So however many turns of one user run at once, the spend can pass the budget by
-at most one reservation: every admitted turn saw the total below the budget, and each adds at most its own.
+A turn reserves `AGENT_USAGE_RESERVE_TOKENS` (and their estimated cost) with one conditional update ADD on the
+user's day item: the condition admits it only while the day's spend, reservations included, is below the
+budget, and while this minute's request count is below the limit. The update is one more item of the
+transaction that begins the turn (TurnStore.begin_turn: the lease, the message, the run) when the turn writes
+nothing before it, else its own UpdateItem. The ledger settles the reservation to the actual spend when the
+run ends. So however many turns of one user run at once, the spend can pass the budget by at most one
+reservation: every admitted turn saw the total below the budget, and each adds at most its own.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from agent_core.errors import BudgetExceeded, RateLimited, TooManyRequests
 from agent_core.observability import logger, metrics
 from agent_core.store.items import budget_key, limits_key
 from agent_core.store.schema import TTL_ATTRIBUTE
-from agent_core.store.table import Atom, Condition, ConditionFailed, Item, Table, Update, lt, not_exists
+from agent_core.store.table import Atom, Condition, ConditionFailed, Item, Table, Update, UpdateOp, lt, not_exists
 from agent_core.usage.ledger import BUDGET_TTL_DAYS, expires_after
 from agent_core.usage.prices import MICROS_PER_USD, PriceTable, usd
 
@@ -97,6 +99,17 @@ class Reservation:
     cost_micros: int = 0
 
 
+@dataclass(frozen=True)
+class Reserving:
+    """A turn's reservation before it is written: `write` reserves it (None: the user has no limit)."""
+
+    reservation: Reservation
+    write: UpdateOp | None
+    limits: Limits
+    now_s: int
+    tz: ZoneInfo
+
+
 class Budget:
     def __init__(self, table: Table, settings: Settings, prices: PriceTable, limits: LimitsCache) -> None:
         self.table = table
@@ -104,12 +117,13 @@ class Budget:
         self.prices = prices
         self.limits = limits
 
-    async def admit(self, user_id: str, model: str, now_s: int, tz: ZoneInfo) -> Reservation:
-        """Reserve a turn's tokens and count its request, or raise BudgetExceeded / RateLimited (429)."""
+    async def plan(self, user_id: str, model: str, now_s: int, tz: ZoneInfo) -> Reserving:
+        """What a turn of `user_id` would reserve now, and the conditional write that reserves it (None when the
+        user has no limit): reads only the cached limits."""
         day = datetime.fromtimestamp(now_s, tz).date().isoformat()
         limits = await self.limits.get(user_id)
         if not limits.any:
-            return Reservation(user_id, day)  # nothing to check: no write before the model call
+            return Reserving(Reservation(user_id, day), None, limits, now_s, tz)  # nothing to check or write
         tokens = self.settings.usage_reserve_tokens
         price = self.prices.price(model)
         # The reservation's cost at the dearer of the input and output prices: never below what it may spend.
@@ -128,15 +142,34 @@ class Budget:
             add[minute] = 1
             clauses.append((not_exists(minute), lt(minute, limits.requests_per_minute)))
         update = Update(set={TTL_ATTRIBUTE: expires_after(day, BUDGET_TTL_DAYS)}, add=add)
+        write = UpdateOp(budget_key(user_id, day), update, Condition(tuple(clauses)))
+        reservation = Reservation(user_id, day, tokens if TOKENS in add else 0, cost if COST in add else 0)
+        return Reserving(reservation, write, limits, now_s, tz)
+
+    async def admit(self, user_id: str, model: str, now_s: int, tz: ZoneInfo) -> Reservation:
+        """Reserve a turn's tokens and count its request with a write of its own, or raise BudgetExceeded /
+        RateLimited (429)."""
+        return await self.reserve(await self.plan(user_id, model, now_s, tz))
+
+    async def reserve(self, reserving: Reserving) -> Reservation:
+        """Write a planned reservation on its own (429 when refused)."""
+        write = reserving.write
+        if write is None:
+            return reserving.reservation  # nothing to check: no write before the model call
         try:
-            await self.table.update(budget_key(user_id, day), update, Condition(tuple(clauses)))
+            await self.table.update(write.key, write.update, write.condition)
         except ConditionFailed:
-            refusal = await self._refusal(user_id, day, limits, now_s, tz)
-            denials = "RateLimitDenials" if isinstance(refusal, RateLimited) else "BudgetDenials"
-            metrics.add_metric(name=denials, unit=MetricUnit.Count, value=1)
-            logger.info("turn refused", extra={"userId": user_id, "code": refusal.code, "day": day})
-            raise refusal from None
-        return Reservation(user_id, day, tokens if TOKENS in add else 0, cost if COST in add else 0)
+            raise await self.refusal(reserving) from None
+        return reserving.reservation
+
+    async def refusal(self, reserving: Reserving) -> TooManyRequests:
+        """The 429 of a reservation whose condition failed (counted and logged): read only for a refused turn."""
+        reservation = reserving.reservation
+        refusal = await self._refusal(reserving)
+        denials = "RateLimitDenials" if isinstance(refusal, RateLimited) else "BudgetDenials"
+        metrics.add_metric(name=denials, unit=MetricUnit.Count, value=1)
+        logger.info("turn refused", extra={"userId": reservation.user_id, "code": refusal.code, "day": reservation.day})
+        return refusal
 
     async def release(self, reservation: Reservation) -> None:
         """Give back a reservation whose turn never called the model (a replayed requestId, a failed start)."""
@@ -148,8 +181,10 @@ class Budget:
     async def spent(self, user_id: str, day: str) -> Item:
         return await self.table.get(budget_key(user_id, day)) or {}
 
-    async def _refusal(self, user_id: str, day: str, limits: Limits, now_s: int, tz: ZoneInfo) -> TooManyRequests:
+    async def _refusal(self, reserving: Reserving) -> TooManyRequests:
         """Why the condition failed (read only when a turn is refused), with Retry-After and what remains."""
+        user_id, day = reserving.reservation.user_id, reserving.reservation.day
+        limits, now_s, tz = reserving.limits, reserving.now_s, reserving.tz
         item = await self.spent(user_id, day)
         used_tokens, used_cost = int(item.get(TOKENS, 0)), int(item.get(COST, 0))
         requests = int(item.get(minute_attribute(now_s), 0))

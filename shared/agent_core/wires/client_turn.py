@@ -20,6 +20,7 @@ from agent_core.domain.ids import now_ms, sortable_id
 from agent_core.domain.models import Chat, Role, ToolCall
 from agent_core.domain.text import chat_name
 from agent_core.errors import AgentError
+from agent_core.runtime.reservation import create_reserving
 from agent_core.runtime.turn import PreparedTurn
 from agent_core.store.base import ChatStore
 from agent_core.wires.approval_answers import approval_request_id, check_answered, decide, find
@@ -136,7 +137,9 @@ async def _start(
         if parsed.outputs or parsed.approvals:  # a continuation: every approval asked is decided too
             asked = [approval_request_id(run_id, c.id) for c in pending if c.name not in client]
             check_answered(asked, parsed.approvals)
-    admission = await admit(plan)  # 429 before the client's chat or its input is written
+    # 429 before the client's chat or an approval is written: the reservation is written first when approvals
+    # are decided, else with the client's chat when it is opened here, else with the turn's begin
+    admission = await admit(plan, prepare=not parsed.approvals) if chat is None or parsed.approvals else None
     try:
         if parsed.approvals:  # found, then consumed once (409 for a replay) right before the turn opens
             assert chat is not None  # (answers were checked against its pending calls)
@@ -153,10 +156,12 @@ async def _start(
                 created_at=at,
                 last_activity_at=at,
             )
-            await deps.chats.create_chat(chat)
+            assert admission is not None  # (made above for a chat opened here)
+            await create_reserving(deps, chat, None, admission)
         plan.chat = chat
         plan.client_run_id, plan.ui_message_id, plan.request_id = ids
         return await open_turn(plan)
     except BaseException:
-        await asyncio.shield(admission.release())
+        if admission is not None:
+            await asyncio.shield(admission.release())
         raise

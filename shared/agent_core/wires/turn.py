@@ -24,7 +24,14 @@ from agent_core.memory.calendar import to_ms
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
 from agent_core.runtime.approvals import ApprovalMode, DecidedCall, undo
 from agent_core.runtime.ephemeral import ephemeral_deps
-from agent_core.runtime.turn import PreparedTurn, TurnRequest, prepare_turn, turn_model, turn_zone
+from agent_core.runtime.reservation import create_reserving
+from agent_core.runtime.turn import (
+    PreparedTurn,
+    TurnRequest,
+    prepare_turn,
+    turn_model,
+    turn_zone,
+)
 from agent_core.tools.service import ToolService
 from agent_core.usage.meter import Admission
 from agent_core.wires.client_tools import TunedLlm, client_tool, request_agent, with_client_tools
@@ -54,9 +61,12 @@ class TurnPlan:
     ui_message_id: str | None = None  # the UI message the run continues (the UI stream's answered message)
 
 
-async def admit(plan: TurnPlan) -> Admission:
+async def admit(plan: TurnPlan, *, prepare: bool = False) -> Admission:
     """The turn's budget and rate limit checked (429) before anything of the turn is written (a client's chat,
-    the input's history); once per plan, and `prepare_turn` takes the admission as made.
+    the input's history, an approval's decision): reserved with a write of its own, or with `prepare` only
+    prepared, for the turn's first write to carry (the client's chat it opens: `create_reserving`). Once per
+    plan (a prepared reservation is written when asked again without `prepare`), and `prepare_turn` takes the
+    admission as made. A turn that writes nothing before it begins needs none: its begin carries the reservation.
 
     Only a user with a limit has anything to reserve (and their profile is read here for the day's zone);
     otherwise the admission is left to `prepare_turn`, where it costs no call."""
@@ -65,7 +75,10 @@ async def admit(plan: TurnPlan) -> Admission:
         plan.admission = Admission(deps.usage, req.user_id, to_ms(req.now) if req.now else now_ms())
         if deps.usage is not None and (await deps.usage.limits.get(req.user_id)).any:
             profile = await deps.memory_store.get_profile(req.user_id)
-            await plan.admission.admit(turn_model(deps, req, plan.agent), turn_zone(deps, req, profile))
+            model, tz = turn_model(deps, req, plan.agent), turn_zone(deps, req, profile)
+            await (plan.admission.prepare(model, tz) if prepare else plan.admission.admit(model, tz))
+    elif not prepare:
+        await plan.admission.write_pending()
     return plan.admission
 
 
@@ -235,12 +248,17 @@ async def _open(plan: TurnPlan) -> PreparedTurn:
     chat = plan.chat
     if chat is not None and chat.active_run_id and (chat.lease_expires_at or 0) > now_ms():
         raise RunInProgress("another turn is running in this conversation")
-    admission = await admit(plan)
+    # The reservation rides with the turn's first write: the chat the input opens, else the turn's begin. Only
+    # input written into an existing chat first is preceded by a reservation write of its own.
+    admission = plan.admission
+    if history:
+        admission = await admit(plan, prepare=plan.chat is None)
     try:
         request = await _write_input(plan, message, history, continuation)
         prepared = await prepare_turn(deps, request, admission)
     except BaseException:
-        await asyncio.shield(admission.release())
+        if admission is not None:
+            await asyncio.shield(admission.release())
         raise
     if not isinstance(prepared, PreparedTurn):  # a fresh request id is never a retry
         raise AgentError("unexpected replay of a stored result")
@@ -263,7 +281,8 @@ async def _write_input(plan: TurnPlan, message: str, history: list[InputMessage]
             created_at=at,
             last_activity_at=at,
         )
-        await deps.chats.create_chat(chat)
+        assert plan.admission is not None  # prepared by `_open` for the chat opened here
+        await create_reserving(deps, chat, None, plan.admission)
     if history:
         assert chat is not None
         await deps.chats.add_messages(chat.chat_id, [to_message(m, chat.chat_id, at) for m in history])
