@@ -78,15 +78,38 @@ def _batch_select(keys: int) -> str:
     return " UNION ALL ".join([_SELECT] * keys)
 
 
+@functools.cache
+def _query_sql(
+    index: str | None, bounds: tuple[bool, bool, bool, bool], forward: bool, start: bool, limit: bool
+) -> str:
+    """A query's SELECT, by its shape: the index read, which of the sort key's bounds (begins_with, its end, low,
+    high) it has, its direction, whether it resumes after a start key and has a limit (the values are its
+    arguments, in that order)."""
+    pk_attr, sk_attr = key_attributes(index)
+    where = [f"{pk_attr} = ?", f"{sk_attr} IS NOT NULL"]
+    where += [f"{sk_attr} {op} ?" for op, given in zip((">=", "<", ">=", "<="), bounds, strict=True) if given]
+    # Ties on a GSI sort key are ordered by the base key, so a start key resumes exactly after its item.
+    order = [sk_attr, "pk", "sk"] if index is not None else ["sk"]
+    if start:
+        after = ">" if forward else "<"
+        where.append(f"({sk_attr}, pk, sk) {after} (?, ?, ?)" if index is not None else f"sk {after} ?")
+    direction = "ASC" if forward else "DESC"
+    sql = f"SELECT data FROM items WHERE {' AND '.join(where)} ORDER BY {', '.join(f'{c} {direction}' for c in order)}"
+    return sql + " LIMIT ?" if limit else sql
+
+
+_INDEX_KEYS = tuple((index.pk, index.sk) for index in INDEXES)
+
+
 def _index_values(item: Item) -> tuple[Any, ...]:
     """The indexed columns' values of an item (`_INDEXED`, in order): its GSI keys (only when both are strings),
     its TTL."""
     values: list[Any] = []
-    for index in INDEXES:
-        pk, sk = item.get(index.pk), item.get(index.sk)
-        indexed = isinstance(pk, str) and isinstance(sk, str)
-        values.extend((pk, sk) if indexed else (None, None))
-    ttl = item.get(TTL_ATTRIBUTE)
+    get = item.get
+    for pk_attr, sk_attr in _INDEX_KEYS:
+        pk, sk = get(pk_attr), get(sk_attr)
+        values += (pk, sk) if isinstance(pk, str) and isinstance(sk, str) else (None, None)
+    ttl = get(TTL_ATTRIBUTE)
     values.append(ttl if isinstance(ttl, int) and not isinstance(ttl, bool) else None)
     return tuple(values)
 
@@ -192,36 +215,21 @@ class SqliteTable:
         start_key: Item | None,
     ) -> QueryPage:
         pk_attr, sk_attr = key_attributes(index)
-        where = [f"{pk_attr} = ?", f"{sk_attr} IS NOT NULL"]
         args: list[Any] = [pk]
-        if sk is not None and sk.begins_with is not None:
-            where.append(f"{sk_attr} >= ?")
-            args.append(sk.begins_with)
-            end = prefix_end(sk.begins_with)
-            if end is not None:
-                where.append(f"{sk_attr} < ?")
-                args.append(end)
-        if sk is not None and sk.low is not None:
-            where.append(f"{sk_attr} >= ?")
-            args.append(sk.low)
-        if sk is not None and sk.high is not None:
-            where.append(f"{sk_attr} <= ?")
-            args.append(sk.high)
-        # Ties on a GSI sort key are ordered by the base key, so a start key resumes exactly after its item.
-        order = f"{sk_attr}, pk, sk" if index is not None else "sk"
+        begins = end = low = high = None
+        if sk is not None:
+            begins, low, high = sk.begins_with, sk.low, sk.high
+            end = prefix_end(begins) if begins is not None else None
+        args.extend(bound for bound in (begins, end, low, high) if bound is not None)
         if start_key is not None:
             if index is not None:
-                where.append(f"({sk_attr}, pk, sk) {'>' if forward else '<'} (?, ?, ?)")
                 args.extend((start_key[sk_attr], start_key[PK], start_key[SK]))
             else:
-                where.append(f"sk {'>' if forward else '<'} ?")
                 args.append(start_key[SK])
-        direction = "ASC" if forward else "DESC"
-        sql = f"SELECT data FROM items WHERE {' AND '.join(where)} ORDER BY "
-        sql += ", ".join(f"{column} {direction}" for column in order.split(", "))
         if limit is not None:
-            sql += " LIMIT ?"
             args.append(limit + 1)  # one more tells whether a next page exists
+        bounds = (begins is not None, end is not None, low is not None, high is not None)
+        sql = _query_sql(index, bounds, forward, start_key is not None, limit is not None)
         rows = item_json.decode_all([r[0] for r in self.db.select(sql, args)])
         last_key: Item | None = None
         if limit is not None and len(rows) > limit:
