@@ -69,6 +69,7 @@ _COLUMNS = ["pk", "sk", "data", *_INDEXED]
 _INSERT = f"INSERT INTO items ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
 _UPSERT = _INSERT.replace("INSERT", "INSERT OR REPLACE", 1)
 _SELECT = "SELECT data FROM items WHERE pk = ? AND sk = ?"
+_UPDATE_DATA = "UPDATE items SET data = ? WHERE pk = ? AND sk = ?"
 _DELETE = "DELETE FROM items WHERE pk = ? AND sk = ?"
 _BATCH_GET_KEYS = 100  # DynamoDB's BatchGetItem limit; well under SQLite's 500 terms of a compound SELECT
 
@@ -132,13 +133,17 @@ def _rewrite(item: Item, before: Item) -> tuple[str, tuple[Any, ...]]:
     deletes the row and inserts it again in the table and in every index holding it: each index b-tree page
     touched is one more page the commit writes to the WAL."""
     row = _row(item)
-    old = _index_values(before)
-    changed = [n for n, (new, was) in enumerate(zip(row[3:], old, strict=True)) if new != was]
-    sql = _update_sql(tuple(_INDEXED[n] for n in changed))
-    return sql, (row[2], *(row[3 + n] for n in changed), row[0], row[1])
+    new, old = row[3:], _index_values(before)
+    if new == old:
+        return _UPDATE_DATA, (row[2], row[0], row[1])
+    changed = tuple(n for n in range(len(old)) if new[n] != old[n])
+    return _update_sql(tuple(_INDEXED[n] for n in changed)), (row[2], *(new[n] for n in changed), row[0], row[1])
 
 
 def _stored(item: Item) -> Item:
+    """The item without its None attributes (as the DynamoDB adapter drops them); the item itself when it has none."""
+    if None not in item.values():
+        return item
     return {k: v for k, v in item.items() if v is not None}
 
 
@@ -311,8 +316,9 @@ class SqliteTable:
         fails, so that `_transact_checked` reports the reasons."""
         with self.db.write() as connection:
             current: dict[tuple[str, str], Item | None] = {}
-            for op, key in zip(ops, keys, strict=True):
-                if op.condition is not None and not (isinstance(op, Put) and _only_if_absent(op.condition)):
+            creates = [isinstance(op, Put) and _only_if_absent(op.condition) for op in ops]
+            for op, key, create in zip(ops, keys, creates, strict=True):
+                if op.condition is not None and not create:
                     current[key] = self._fetch(connection, key)
                     if not op.condition.holds(current[key]):
                         raise _Recheck
@@ -320,10 +326,10 @@ class SqliteTable:
             upserts: list[tuple[Any, ...]] = []
             rewrites: list[tuple[str, tuple[Any, ...]]] = []
             deletes: list[tuple[str, str]] = []
-            for op, key in zip(ops, keys, strict=True):
+            for op, key, create in zip(ops, keys, creates, strict=True):
                 if isinstance(op, Put):
                     item, stored = _stored(op.item), current.get(key)
-                    if _only_if_absent(op.condition):
+                    if create:
                         inserts.append(_row(item))
                     elif stored is not None:
                         rewrites.append(_rewrite(item, stored))
