@@ -419,7 +419,8 @@ async def test_an_item_with_a_ttl_costs_no_index_page_and_an_old_databases_ttl_i
 # the lease (META), the request marker, the USER message, the RUN record and its pointer before the model call,
 # each on a leaf page of its own; the answer, the RUN record (over one page's inline limit: an overflow page)
 # and the META after; the usage rows.
-MAX_WAL_PAGES_PER_TURN = 18
+# The bound leaves room for about one more item in a turn's transactions; the two tests above pin each cause.
+MAX_WAL_PAGES_PER_TURN = 20
 
 
 @pytest.mark.usefixtures("no_checkpoints")
