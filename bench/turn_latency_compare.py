@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-KEYS = ("p50_ms", "p95_ms", "turn_p50_ms", "turn_p95_ms", "turn_cpu_mean_ms", "store_p50_ms")
+KEYS = ("p50_ms", "p95_ms", "turn_p50_ms", "turn_p95_ms", "turn_cpu_mean_ms", "store_p50_ms", "store_first_p50_ms")
 LABELS = {
     "p50_ms": "to first LLM request p50",
     "p95_ms": "to first LLM request p95",
@@ -30,6 +30,7 @@ LABELS = {
     "turn_p95_ms": "whole turn p95",
     "turn_cpu_mean_ms": "CPU per turn, mean",
     "store_p50_ms": "inside table calls per turn, p50",
+    "store_first_p50_ms": "inside table calls before the first LLM request, p50",
 }
 
 

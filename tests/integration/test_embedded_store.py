@@ -368,3 +368,12 @@ async def test_an_item_over_the_dynamodb_limit_is_refused_and_a_transaction_writ
         )
     assert await sqlite_table.get({PK: "P", SK: "small"}) is None
     assert await sqlite_table.get({PK: "P", SK: "big"}) is None
+
+
+async def test_attributes_whose_value_is_none_are_not_stored(sqlite_table: SqliteTable) -> None:
+    """As the DynamoDB adapter drops them: by a put, a conditional put over an existing item and a transaction."""
+    await sqlite_table.put({PK: "P", SK: "a", "x": None, "y": 1})
+    await sqlite_table.put({PK: "P", SK: "a", "x": 2, "z": None}, Condition.of(eq("y", 1)))
+    await sqlite_table.transact([Put({PK: "P", SK: "b", "x": None, "n": [None]})])
+    assert await sqlite_table.get({PK: "P", SK: "a"}) == {PK: "P", SK: "a", "x": 2}
+    assert await sqlite_table.get({PK: "P", SK: "b"}) == {PK: "P", SK: "b", "n": [None]}

@@ -7,7 +7,9 @@ import asyncio
 import json
 import shutil
 import sqlite3
+import struct
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +27,7 @@ from agent_core.store.schema import PK, SK
 from agent_core.store.sqlite_db import SqliteDatabase, WouldBlock
 from agent_core.store.sqlite_jobs import SqliteJobJournal
 from agent_core.store.sqlite_table import SqliteTable
+from agent_core.store.table import Condition, Update, UpdateOp
 from tests.support.fake_llm import ScriptedLlm
 from tests.support.fixtures import make_settings
 
@@ -310,3 +313,132 @@ def test_an_items_size_is_at_most_twice_its_compact_json_plus_one(item: dict[str
     data = json.dumps(item, ensure_ascii=False, separators=(",", ":"))
     assert item_size(item) <= 2 * len(data.encode("utf-8")) + 1
     assert len(data.encode("utf-8")) <= 4 * len(data)
+
+
+# ---------------------------------------------------------------- pages a commit writes
+
+
+def _wal_pages(path: Path) -> list[int]:
+    """The page number of every frame the WAL holds, in order. With the checkpoint thread held off
+    (`CHECKPOINT_EVERY` out of reach) the log never starts over, so the frames a commit appends are the
+    pages it wrote."""
+    data = path.with_name(path.name + "-wal").read_bytes()
+    if len(data) < 32:
+        return []
+    page_size = struct.unpack(">I", data[8:12])[0]
+    frame = 24 + page_size
+    return [struct.unpack(">I", data[at : at + 4])[0] for at in range(32, len(data) - frame + 1, frame)]
+
+
+def _written_by(db: SqliteDatabase, pages: list[int]) -> Counter[str]:
+    """How many of `pages` each b-tree (the table, each index) holds, as `dbstat` maps pages to b-trees;
+    "header" for page 1 when only the database header changed."""
+    owners = {page: name for name, page in db._writer.execute("SELECT name, pageno FROM dbstat")}
+    return Counter(owners.get(page, "header" if page == 1 else "free") for page in pages)
+
+
+@pytest.fixture
+def no_checkpoints(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_db_module, "CHECKPOINT_EVERY", 10**9)
+
+
+@pytest.mark.usefixtures("no_checkpoints")
+async def test_an_update_writes_only_the_index_pages_whose_keys_change(tmp_path: Path) -> None:
+    """An item in every index (as a chat's META is while a run holds its lease) updated in a plain attribute
+    rewrites its row and no index page; a changed GSI key rewrites that index alone, alone or in a
+    transaction. (INSERT OR REPLACE deletes the row and inserts it again in every index holding it: one WAL
+    page per index per commit.)"""
+    db = SqliteDatabase(tmp_path / "agent-core.sqlite3")
+    table = SqliteTable(db)
+    key = {PK: "CHAT#c", SK: "META"}
+    indexed = {f"{name}{part}": f"{name.upper()}#{part}" for name in ("gsi1", "gsi2", "gsi3") for part in ("pk", "sk")}
+    try:
+        await table.put({**key, **indexed, "expiresAt": 2_000_000_000, "n": 0})
+        for n in range(1, 40):  # other items around it: more than one page in each b-tree
+            await table.put({PK: f"CHAT#{n:02}", SK: "META", **{k: f"{v}{n:02}" for k, v in indexed.items()}})
+
+        before = len(_wal_pages(db.path))
+        await table.update(key, Update(set={"n": 1}, add={"count": 1}))
+        plain = _written_by(db, _wal_pages(db.path)[before:])
+
+        before = len(_wal_pages(db.path))
+        await table.update(key, Update(set={"gsi3sk": "GSI3#later"}))
+        one_key = _written_by(db, _wal_pages(db.path)[before:])
+
+        before = len(_wal_pages(db.path))
+        await table.transact([UpdateOp(key, Update(set={"n": 2}, remove=("gsi2pk", "gsi2sk")), Condition.of())])
+        removed = _written_by(db, _wal_pages(db.path)[before:])
+
+        assert set(plain) == {"items"}, plain
+        assert set(one_key) == {"items", "items_gsi3"}, one_key
+        assert set(removed) == {"items", "items_gsi2"}, removed
+        # and the indexes say what the items say
+        assert [i[SK] for i in (await table.query(indexed["gsi3pk"], index="gsi3")).items] == ["META"]
+        assert (await table.query(indexed["gsi3pk"], index="gsi3")).items[0]["gsi3sk"] == "GSI3#later"
+        assert (await table.query(indexed["gsi2pk"], index="gsi2")).items == []
+        kept = {k: v for k, v in indexed.items() if not k.startswith("gsi2")}
+        expected = {**key, **kept, "gsi3sk": "GSI3#later", "expiresAt": 2_000_000_000, "n": 2, "count": 1}
+        assert await table.get(key) == expected
+    finally:
+        db.close()
+
+
+@pytest.mark.usefixtures("no_checkpoints")
+async def test_an_item_with_a_ttl_costs_no_index_page_and_an_old_databases_ttl_index_goes(tmp_path: Path) -> None:
+    """Every turn writes items with a TTL (the run's pointer, the usage rows); only the sweep at open reads the
+    TTL column, so it has no index, whose page every such commit would write. A database made with one (by an
+    earlier version) loses it when opened, and the sweep still deletes what has expired."""
+    path = tmp_path / "agent-core.sqlite3"
+    old = sqlite3.connect(str(path))
+    old.execute(
+        "CREATE TABLE items (pk TEXT NOT NULL, sk TEXT NOT NULL, data TEXT NOT NULL, gsi1pk TEXT, gsi1sk TEXT,"
+        " gsi2pk TEXT, gsi2sk TEXT, gsi3pk TEXT, gsi3sk TEXT, ttl INTEGER, PRIMARY KEY (pk, sk)) WITHOUT ROWID"
+    )
+    old.execute("CREATE INDEX items_ttl ON items (ttl) WHERE ttl IS NOT NULL")
+    old.execute('INSERT INTO items (pk, sk, data, ttl) VALUES (\'P\', \'gone\', \'{"pk":"P","sk":"gone"}\', 5)')
+    old.commit()
+    old.close()
+    db = SqliteDatabase(path)
+    table = SqliteTable(db)
+    try:
+        names = {name for (name,) in db._writer.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "items_ttl" not in names
+        assert table.sweep_expired(now_s=10) == 1
+        before = len(_wal_pages(path))
+        await table.put({PK: "RUN#r", SK: "META", "chatId": "c", "expiresAt": 2_000_000_000})
+        assert set(_written_by(db, _wal_pages(path)[before:])) == {"items"}
+        assert table.sweep_expired(now_s=2_000_000_001) == 1
+        assert await table.get({PK: "RUN#r", SK: "META"}) is None
+    finally:
+        db.close()
+
+
+# Pages a plain turn's commits write to the WAL (the turn's two and its usage-ledger job's), on a database of a
+# few chats, on average: 21.9 with INSERT OR REPLACE for every write and an index on the TTL column; 16.7 once an
+# update rewrites only the index pages whose keys change and the TTL column has no index. The rest is the items themselves:
+# the lease (META), the request marker, the USER message, the RUN record and its pointer before the model call,
+# each on a leaf page of its own; the answer, the RUN record (over one page's inline limit: an overflow page)
+# and the META after; the usage rows.
+# The bound leaves room for about one more item in a turn's transactions; the two tests above pin each cause.
+MAX_WAL_PAGES_PER_TURN = 20
+
+
+@pytest.mark.usefixtures("no_checkpoints")
+async def test_a_plain_turn_writes_few_pages(tmp_path: Path) -> None:
+    db = SqliteDatabase(tmp_path / "agent-core.sqlite3")
+    try:
+        ctx = build_context(make_settings(), table=SqliteTable(db), llm=ScriptedLlm(), audit=lambda _: None)
+        written: list[int] = []
+        for chat in range(6):
+            chat_id = (await run_blocking(ctx.deps, TurnRequest(user_id="u", message=f"chat {chat}"))).chat_id
+            for turn in range(8):
+                before = len(_wal_pages(db.path))
+                await run_blocking(ctx.deps, TurnRequest(user_id="u", message=f"turn {turn}", chat_id=chat_id))
+                await ctx.background.join()
+                if chat >= 2:
+                    written.append(len(_wal_pages(db.path)) - before)
+        per_turn = sum(written) / len(written)
+        print(f"WAL pages per plain turn: {per_turn:.1f}")
+        assert per_turn <= MAX_WAL_PAGES_PER_TURN
+    finally:
+        db.close()

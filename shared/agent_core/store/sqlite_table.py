@@ -13,12 +13,12 @@ read before it; a transaction that writes each item once (as DynamoDB requires) 
 from __future__ import annotations
 
 import functools
-import json
 import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from agent_core.store import item_json
 from agent_core.store.item_size import ITEM_LIMIT_BYTES, item_size
 from agent_core.store.schema import INDEXES, PK, SK, TTL_ATTRIBUTE, key_attributes
 from agent_core.store.sqlite_db import SqliteDatabase, prefix_end
@@ -64,10 +64,12 @@ def _checked_size(item: Item, data: str | None = None) -> Item:
     return item
 
 
-_COLUMNS = ["pk", "sk", "data", *(c for i in INDEXES for c in (i.pk, i.sk)), "ttl"]
+_INDEXED = (*(c for i in INDEXES for c in (i.pk, i.sk)), "ttl")
+_COLUMNS = ["pk", "sk", "data", *_INDEXED]
 _INSERT = f"INSERT INTO items ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
 _UPSERT = _INSERT.replace("INSERT", "INSERT OR REPLACE", 1)
 _SELECT = "SELECT data FROM items WHERE pk = ? AND sk = ?"
+_UPDATE_DATA = "UPDATE items SET data = ? WHERE pk = ? AND sk = ?"
 _DELETE = "DELETE FROM items WHERE pk = ? AND sk = ?"
 _BATCH_GET_KEYS = 100  # DynamoDB's BatchGetItem limit; well under SQLite's 500 terms of a compound SELECT
 
@@ -77,31 +79,72 @@ def _batch_select(keys: int) -> str:
     return " UNION ALL ".join([_SELECT] * keys)
 
 
-# One encoder for every row (`json.dumps` with options builds a new one per call).
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+@functools.cache
+def _query_sql(
+    index: str | None, bounds: tuple[bool, bool, bool, bool], forward: bool, start: bool, limit: bool
+) -> str:
+    """A query's SELECT, by its shape: the index read, which of the sort key's bounds (begins_with, its end, low,
+    high) it has, its direction, whether it resumes after a start key and has a limit (the values are its
+    arguments, in that order)."""
+    pk_attr, sk_attr = key_attributes(index)
+    where = [f"{pk_attr} = ?", f"{sk_attr} IS NOT NULL"]
+    where += [f"{sk_attr} {op} ?" for op, given in zip((">=", "<", ">=", "<="), bounds, strict=True) if given]
+    # Ties on a GSI sort key are ordered by the base key, so a start key resumes exactly after its item.
+    order = [sk_attr, "pk", "sk"] if index is not None else ["sk"]
+    if start:
+        after = ">" if forward else "<"
+        where.append(f"({sk_attr}, pk, sk) {after} (?, ?, ?)" if index is not None else f"sk {after} ?")
+    direction = "ASC" if forward else "DESC"
+    sql = f"SELECT data FROM items WHERE {' AND '.join(where)} ORDER BY {', '.join(f'{c} {direction}' for c in order)}"
+    return sql + " LIMIT ?" if limit else sql
 
 
-def _row(item: Item) -> tuple[Any, ...]:
-    """The column values of an item: its keys, its JSON, its GSI keys (only when both are strings), its TTL."""
-    data = _encode(item)
-    _checked_size(item, data)
-    values: list[Any] = [item[PK], item[SK], data]
-    for index in INDEXES:
-        pk, sk = item.get(index.pk), item.get(index.sk)
-        indexed = isinstance(pk, str) and isinstance(sk, str)
-        values.extend((pk, sk) if indexed else (None, None))
-    ttl = item.get(TTL_ATTRIBUTE)
+_INDEX_KEYS = tuple((index.pk, index.sk) for index in INDEXES)
+
+
+def _index_values(item: Item) -> tuple[Any, ...]:
+    """The indexed columns' values of an item (`_INDEXED`, in order): its GSI keys (only when both are strings),
+    its TTL."""
+    values: list[Any] = []
+    get = item.get
+    for pk_attr, sk_attr in _INDEX_KEYS:
+        pk, sk = get(pk_attr), get(sk_attr)
+        values += (pk, sk) if isinstance(pk, str) and isinstance(sk, str) else (None, None)
+    ttl = get(TTL_ATTRIBUTE)
     values.append(ttl if isinstance(ttl, int) and not isinstance(ttl, bool) else None)
     return tuple(values)
 
 
+def _row(item: Item) -> tuple[Any, ...]:
+    """The column values of an item (`_COLUMNS`): its keys, its JSON, its indexed columns."""
+    data = item_json.encode(item)
+    _checked_size(item, data)
+    return (item[PK], item[SK], data, *_index_values(item))
+
+
+@functools.cache
+def _update_sql(columns: tuple[str, ...]) -> str:
+    return f"UPDATE items SET data = ?{''.join(f', {c} = ?' for c in columns)} WHERE pk = ? AND sk = ?"
+
+
+def _rewrite(item: Item, before: Item) -> tuple[str, tuple[Any, ...]]:
+    """The statement that turns the stored `before` into `item` (same key): an UPDATE of its JSON and of only the
+    indexed columns whose values change. SQLite then leaves every other index alone, where INSERT OR REPLACE
+    deletes the row and inserts it again in the table and in every index holding it: each index b-tree page
+    touched is one more page the commit writes to the WAL."""
+    row = _row(item)
+    new, old = row[3:], _index_values(before)
+    if new == old:
+        return _UPDATE_DATA, (row[2], row[0], row[1])
+    changed = tuple(n for n in range(len(old)) if new[n] != old[n])
+    return _update_sql(tuple(_INDEXED[n] for n in changed)), (row[2], *(new[n] for n in changed), row[0], row[1])
+
+
 def _stored(item: Item) -> Item:
+    """The item without its None attributes (as the DynamoDB adapter drops them); the item itself when it has none."""
+    if None not in item.values():
+        return item
     return {k: v for k, v in item.items() if v is not None}
-
-
-def _load(data: str) -> Item:
-    item: Item = json.loads(data)
-    return item
 
 
 def _key_of(op: WriteOp) -> tuple[str, str]:
@@ -115,6 +158,14 @@ def _only_if_absent(condition: Condition | None) -> bool:
         return False
     atom = condition.clauses[0][0]
     return atom.op == "not_exists" and atom.attr in (PK, SK)
+
+
+def _write(connection: sqlite3.Connection, item: Item, before: Item | None) -> None:
+    """Store `item` over `before`, the item its key holds, read in this transaction (None: none, or not read)."""
+    if before is None:
+        connection.execute(_UPSERT, _row(item))
+    else:
+        connection.execute(*_rewrite(item, before))
 
 
 class _Recheck(Exception):
@@ -136,11 +187,11 @@ class SqliteTable:
     @staticmethod
     def _fetch(connection: sqlite3.Connection, key: tuple[str, str]) -> Item | None:
         row = connection.execute(_SELECT, key).fetchone()
-        return _load(row[0]) if row else None
+        return item_json.decode(row[0]) if row else None
 
     def _get(self, key: Key) -> Item | None:
         rows = self.db.select(_SELECT, (key[PK], key[SK]))
-        return _load(rows[0][0]) if rows else None
+        return item_json.decode(rows[0][0]) if rows else None
 
     async def get(self, key: Key) -> Item | None:
         return await self._run(self._get, key)
@@ -153,7 +204,7 @@ class SqliteTable:
         for start in range(0, len(keys), _BATCH_GET_KEYS):
             chunk = keys[start : start + _BATCH_GET_KEYS]
             args = [part for k in chunk for part in (k[PK], k[SK])]
-            found += [_load(row[0]) for row in self.db.select(_batch_select(len(chunk)), args)]
+            found += item_json.decode_all([row[0] for row in self.db.select(_batch_select(len(chunk)), args)])
         return found
 
     async def batch_get(self, keys: list[Key]) -> list[Item]:
@@ -169,37 +220,22 @@ class SqliteTable:
         start_key: Item | None,
     ) -> QueryPage:
         pk_attr, sk_attr = key_attributes(index)
-        where = [f"{pk_attr} = ?", f"{sk_attr} IS NOT NULL"]
         args: list[Any] = [pk]
-        if sk is not None and sk.begins_with is not None:
-            where.append(f"{sk_attr} >= ?")
-            args.append(sk.begins_with)
-            end = prefix_end(sk.begins_with)
-            if end is not None:
-                where.append(f"{sk_attr} < ?")
-                args.append(end)
-        if sk is not None and sk.low is not None:
-            where.append(f"{sk_attr} >= ?")
-            args.append(sk.low)
-        if sk is not None and sk.high is not None:
-            where.append(f"{sk_attr} <= ?")
-            args.append(sk.high)
-        # Ties on a GSI sort key are ordered by the base key, so a start key resumes exactly after its item.
-        order = f"{sk_attr}, pk, sk" if index is not None else "sk"
+        begins = end = low = high = None
+        if sk is not None:
+            begins, low, high = sk.begins_with, sk.low, sk.high
+            end = prefix_end(begins) if begins is not None else None
+        args.extend(bound for bound in (begins, end, low, high) if bound is not None)
         if start_key is not None:
             if index is not None:
-                where.append(f"({sk_attr}, pk, sk) {'>' if forward else '<'} (?, ?, ?)")
                 args.extend((start_key[sk_attr], start_key[PK], start_key[SK]))
             else:
-                where.append(f"sk {'>' if forward else '<'} ?")
                 args.append(start_key[SK])
-        direction = "ASC" if forward else "DESC"
-        sql = f"SELECT data FROM items WHERE {' AND '.join(where)} ORDER BY "
-        sql += ", ".join(f"{column} {direction}" for column in order.split(", "))
         if limit is not None:
-            sql += " LIMIT ?"
             args.append(limit + 1)  # one more tells whether a next page exists
-        rows = [_load(r[0]) for r in self.db.select(sql, args)]
+        bounds = (begins is not None, end is not None, low is not None, high is not None)
+        sql = _query_sql(index, bounds, forward, start_key is not None, limit is not None)
+        rows = item_json.decode_all([r[0] for r in self.db.select(sql, args)])
         last_key: Item | None = None
         if limit is not None and len(rows) > limit:
             rows = rows[:limit]
@@ -238,9 +274,8 @@ class SqliteTable:
                 except sqlite3.IntegrityError:
                     raise ConditionFailed(str((item[PK], item[SK]))) from None
                 return
-            if condition is not None:
-                self._checked(connection, (item[PK], item[SK]), condition)
-            connection.execute(_UPSERT, _row(_stored(item)))
+            current = self._checked(connection, (item[PK], item[SK]), condition) if condition is not None else None
+            _write(connection, _stored(item), current)
 
     async def put(self, item: Item, condition: Condition | None = None) -> None:
         await self._run(self._put, item, condition)
@@ -249,7 +284,7 @@ class SqliteTable:
         with self.db.write() as connection:
             current = self._checked(connection, (key[PK], key[SK]), condition)
             item = update.apply(current or dict(key))
-            connection.execute(_UPSERT, _row(item))
+            _write(connection, item, current)
         return item
 
     async def update(self, key: Key, update: Update, condition: Condition | None = None) -> Item:
@@ -281,20 +316,31 @@ class SqliteTable:
         fails, so that `_transact_checked` reports the reasons."""
         with self.db.write() as connection:
             current: dict[tuple[str, str], Item | None] = {}
-            for op, key in zip(ops, keys, strict=True):
-                if op.condition is not None and not (isinstance(op, Put) and _only_if_absent(op.condition)):
+            creates = [isinstance(op, Put) and _only_if_absent(op.condition) for op in ops]
+            for op, key, create in zip(ops, keys, creates, strict=True):
+                if op.condition is not None and not create:
                     current[key] = self._fetch(connection, key)
                     if not op.condition.holds(current[key]):
                         raise _Recheck
             inserts: list[tuple[Any, ...]] = []
             upserts: list[tuple[Any, ...]] = []
+            rewrites: list[tuple[str, tuple[Any, ...]]] = []
             deletes: list[tuple[str, str]] = []
-            for op, key in zip(ops, keys, strict=True):
+            for op, key, create in zip(ops, keys, creates, strict=True):
                 if isinstance(op, Put):
-                    (inserts if _only_if_absent(op.condition) else upserts).append(_row(_stored(op.item)))
+                    item, stored = _stored(op.item), current.get(key)
+                    if create:
+                        inserts.append(_row(item))
+                    elif stored is not None:
+                        rewrites.append(_rewrite(item, stored))
+                    else:
+                        upserts.append(_row(item))
                 elif isinstance(op, UpdateOp):
                     before = current[key] if key in current else self._fetch(connection, key)
-                    upserts.append(_row(op.update.apply(before or dict(op.key))))
+                    if before is None:
+                        upserts.append(_row(op.update.apply(dict(op.key))))
+                    else:
+                        rewrites.append(_rewrite(op.update.apply(before), before))
                 else:
                     deletes.append(key)
             # Each item is written once, so the order of the writes does not matter.
@@ -305,6 +351,8 @@ class SqliteTable:
                     raise _Recheck from None
             if upserts:
                 connection.executemany(_UPSERT, upserts)
+            for sql, args in rewrites:
+                connection.execute(sql, args)
             if deletes:
                 connection.executemany(_DELETE, deletes)
 
@@ -326,10 +374,10 @@ class SqliteTable:
             for op in ops:
                 key = _key_of(op)
                 if isinstance(op, Put):
-                    connection.execute(_UPSERT, _row(_stored(op.item)))
+                    _write(connection, _stored(op.item), current.get(key))
                 elif isinstance(op, UpdateOp):
                     before = current.pop(key) if key in current else self._fetch(connection, key)
-                    connection.execute(_UPSERT, _row(op.update.apply(before or dict(op.key))))
+                    _write(connection, op.update.apply(before or dict(op.key)), before)
                 elif isinstance(op, Delete):
                     connection.execute(_DELETE, key)
                 current.pop(key, None)  # a later op on the same key reads what this one wrote
