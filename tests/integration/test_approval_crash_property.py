@@ -38,7 +38,7 @@ import itertools
 import os
 import random
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,6 +115,9 @@ class Queued:
     async def enqueue_many(self, jobs: list[Job]) -> None:
         self.jobs.extend(jobs)
 
+    def queued(self, run_id: str) -> bool:
+        return any(isinstance(j, ContinueRunJob) and j.run_id == run_id for j in self.jobs)
+
     def continuations(self, run_id: str) -> list[ContinueRunJob]:
         mine = [j for j in self.jobs if isinstance(j, ContinueRunJob) and j.run_id == run_id]
         self.jobs = [j for j in self.jobs if not (isinstance(j, ContinueRunJob) and j.run_id == run_id)]
@@ -136,6 +139,9 @@ class World:
 
     async def bury_all(self) -> None:
         """Every dead instance's tasks have ended (ProcessGone), within the bound."""
+        for life in self.lives:
+            if life.dead.is_set():
+                life.bury()
         while graves := {t for t in self.graves.union(*(life.tasks for life in self.lives)) if not t.done()}:
             done, _ = await asyncio.wait(graves, timeout=DEFAULT_BOUND_S)
             assert done, f"a dead instance's tasks never ended: {graves}"
@@ -196,6 +202,8 @@ class Sequence:
         self.last = decision
         got = await answer_approval(self.rng.choice(self.answerers).deps, self.run_id, CALL, decision)
         self.answers.append(Answer(decision, got, self.stopped))
+        if got["accepted"] and self.stopped:  # accepted by a stopped run: its continuation is queued
+            assert self.world.queue.queued(self.run_id), (self.seed, "an accepted answer queued no continuation")
 
     async def cancel(self, holder: AppContext | None) -> None:
         """The cancel route: the RUN item's flag (its waits closed) from some instance, and the signal of the
@@ -333,6 +341,17 @@ async def _waits_or_over(seq: Sequence, driver: asyncio.Task[None], life: Life) 
     return await seq.world.table.get(it.checkpoint_key(seq.run_id)) is not None
 
 
+async def _all(sequences: Iterable[Coroutine[Any, Any, Sequence]]) -> list[Sequence]:
+    """The sequences played at once; when one fails the others are stopped (a failure fails the test at once)."""
+    tasks = [asyncio.ensure_future(sequence) for sequence in sequences]
+    try:
+        return await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
+
+
 def _not_the_dead(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """A dead instance's tasks end with ProcessGone once buried; what any other task leaves is reported."""
     if not isinstance(context.get("exception"), ProcessGone):
@@ -467,14 +486,16 @@ async def test_an_approved_call_runs_at_most_once_whichever_instance_dies(
     tables = _tables(backend, request)
     sequences = SEQUENCES[backend]
     covered: Counter[str] = Counter()
-    dead: list[World] = []
-    for first in range(0, sequences, BATCH):  # a batch's sequences run at once (their waits overlap)
-        worlds = {seed: World(next(tables), settings) for seed in range(first, min(first + BATCH, sequences))}
-        for seq in await asyncio.gather(*(_one(seed, world) for seed, world in worlds.items())):
-            covered.update(await _check(seq, worlds[seq.seed]))
-        dead.extend(worlds.values())
-    for world in dead:  # their dead instances' tasks have all ended (unwinding, they overlap the later batches)
-        await world.bury_all()
+    worlds: dict[int, World] = {}
+    try:
+        for first in range(0, sequences, BATCH):  # a batch's sequences run at once (their waits overlap)
+            batch = {seed: World(next(tables), settings) for seed in range(first, min(first + BATCH, sequences))}
+            worlds.update(batch)
+            for seq in await _all(_one(seed, world) for seed, world in batch.items()):
+                covered.update(await _check(seq, worlds[seq.seed]))
+    finally:  # every dead instance's tasks end (they overlapped the later batches), also when a check failed
+        for world in worlds.values():
+            await world.bury_all()
     print(backend, dict(covered))
     # 0 executions without an approval, 0 double executions: checked per sequence above. The sequences covered
     # every ending, deaths at every stage (before it asked, while it waited, after the answer, while it was
