@@ -42,6 +42,7 @@ SEQUENCES = {"sqlite": 1000, "moto": int(os.environ.get("APPROVAL_SEQUENCES", "2
 BATCH = 20
 REFUSALS = {"already_decided", "expired", "cancelling", "run_ended", "unmatched"}
 OPS = ("approve", "deny", "duplicate", "concurrent", "pause", "cancel", "restart", "other_user")
+LONG_MS = 60_000  # bounded: such a sequence ends with an answer or a cancel
 
 
 def _context(table: Table, audit: list[dict[str, Any]]) -> AppContext:
@@ -78,30 +79,41 @@ async def _play(
     task: asyncio.Task[ToolExecution],
     waits: RunWaits,
 ) -> None:
+    for _ in range(seq.rng.randint(1, 5)):
+        await _play_one(seq.rng.choice(OPS), seq, instances, table, audit, task, waits)
+
+
+async def _play_one(
+    op: str,
+    seq: Sequence,
+    instances: list[AppContext],
+    table: Table,
+    audit: list[dict[str, Any]],
+    task: asyncio.Task[ToolExecution],
+    waits: RunWaits,
+) -> None:
     rng = seq.rng
-    for _ in range(rng.randint(1, 5)):
-        op = rng.choice(OPS)
-        instance = rng.choice(instances)
-        if op in ("approve", "deny"):
-            await _answer(instance, seq, op == "approve")
-        elif op == "other_user":
-            await _answer(instance, seq, True, user="mallory")
-        elif op == "duplicate" and seq.last is not None:
-            await _answer(instance, seq, seq.last.approved)
-        elif op == "concurrent":
-            await asyncio.gather(
-                *(_answer(rng.choice(instances), seq, rng.random() < 0.5) for _ in range(rng.randint(2, 4)))
-            )
-        elif op == "pause":  # lets the wait poll, decide, or time out between answers
-            await asyncio.wait({task}, timeout=rng.uniform(0, 0.02))
-        elif op == "cancel" and not seq.cancelled:
-            seq.cancelled = True
-            await instance.deps.turns.request_cancel(seq.chat_id, seq.run_id)
-            task.cancel()  # what the run's cancel watch does to the step it runs ...
-            await asyncio.wait({task})
-            await waits.close()  # ... and the run's end, to its waits
-        elif op == "restart":
-            instances[rng.randrange(len(instances))] = _context(table, audit)
+    instance = rng.choice(instances)
+    if op in ("approve", "deny"):
+        await _answer(instance, seq, op == "approve")
+    elif op == "other_user":
+        await _answer(instance, seq, True, user="mallory")
+    elif op == "duplicate" and seq.last is not None:
+        await _answer(instance, seq, seq.last.approved)
+    elif op == "concurrent":
+        await asyncio.gather(
+            *(_answer(rng.choice(instances), seq, rng.random() < 0.5) for _ in range(rng.randint(2, 4)))
+        )
+    elif op == "pause":  # lets the wait poll, decide, or time out between answers
+        await asyncio.wait({task}, timeout=rng.uniform(0, 0.02))
+    elif op == "cancel" and not seq.cancelled:
+        seq.cancelled = True
+        await instance.deps.turns.request_cancel(seq.chat_id, seq.run_id)
+        task.cancel()  # what the run's cancel watch does to the step it runs ...
+        await asyncio.wait({task})
+        await waits.close()  # ... and the run's end, to its waits
+    elif op == "restart":
+        instances[rng.randrange(len(instances))] = _context(table, audit)
 
 
 async def _one(
@@ -115,7 +127,12 @@ async def _one(
     seq = Sequence(rng, run.run_id, run.chat_id)
     tool = RecordingTool()  # a recorder of its own: executions are this sequence's alone
     service = deps.tools.scoped(deps.tools.registry.extended([tool]), {"write_note"})
-    service.settings = deps.settings.model_copy(update={"tool_approval_timeout_ms": rng.randint(10, 50)})
+    # A short wait (10-50 ms) times out unless an answer comes first; a long one only ends by an answer or a
+    # cancel (the sequence ends with one): on a slow machine every short one may time out, the long ones still
+    # cover approvals, denials and cancels
+    short = rng.random() < 0.4
+    timeout_ms = rng.randint(10, 50) if short else LONG_MS
+    service.settings = deps.settings.model_copy(update={"tool_approval_timeout_ms": timeout_ms})
     waits = RunWaits(deps.waits, run.run_id, "alice")
     waits.first_poll_s = waits.poll_s = 0.01
     call = ToolCall(id="call", name="write_note", arguments='{"path": "p"}')
@@ -133,6 +150,9 @@ async def _one(
     )
     task = asyncio.create_task(service.execute(call, ctx))
     await _play(seq, instances, table, audit, task, waits)
+    if not short and not task.done():  # the person answers at last (or cancels)
+        final = rng.choice((*OPS[:2], "cancel"))
+        await _play_one(final, seq, instances, table, audit, task, waits)
     await asyncio.wait({task})
     execution = None if task.cancelled() else task.result()
     # late answers, once the call has ended
