@@ -288,7 +288,7 @@ async def _stop(seq: Sequence, life: Life) -> None:
 async def _lease_runs_out(seq: Sequence) -> None:
     """The META's lease expiry set in the past, through the store: conditional on the run holding it (a run that
     ended released it)."""
-    await seq.answerers[0].deps.turns.renew_lease(seq.chat_id, seq.run_id, 0)
+    await seq.answerers[0].deps.turns.expire_lease(seq.chat_id, seq.run_id)
 
 
 async def _continue(seq: Sequence, mortal: bool) -> None:

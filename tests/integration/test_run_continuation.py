@@ -226,6 +226,35 @@ async def test_a_new_turn_on_a_lease_a_continuation_let_expire_holds_it_as_its_o
     assert await context.deps.turns.renew_lease("c1", prepared.run.run_id, now_ms() + 60_000)
 
 
+async def test_the_local_server_at_start_expires_a_dead_continuations_lease_so_an_answer_finds_it_stopped(
+    any_table: Table,
+) -> None:
+    from agent_core.domain.checkpoint import RunCheckpoint
+    from agent_core.domain.models import ToolCall
+
+    await live_run(any_table, "r1", "c1", USER)
+    context, _ = approval_context(writes("x"), any_table)
+    deps = context.deps
+    await deps.waits.create_wait(
+        Wait(run_id="r1", tool_id="a1", user_id=USER, kind=WaitKind.APPROVAL, expires_at=now_ms() // 1000 + 60)
+    )
+    pending = [ToolCall(id="a1", name="write_note", arguments="{}")]
+    await deps.checkpoints.put(RunCheckpoint(run_id="r1", user_id=USER, seq=3, pending=pending), now_ms() // 1000)  # type: ignore[union-attr]
+    # A continuation took the run's lease under its token, then its process died too (the lease still runs)
+    await _expire_lease(any_table, "c1")
+    assert await deps.turns.take_over_lease("c1", "r1", now_ms(), now_ms() + 60_000, "t1")
+    chat = await deps.chats.get_chat("c1", USER)
+    assert chat is not None
+    queue = Recorded()
+    waiting = WaitingRuns(deps.waits, deps.checkpoints, queue)  # type: ignore[arg-type]
+    assert await waiting.keep(deps.turns, chat, sole_owner=True) == "waiting"
+    meta = await any_table.get(it.meta_key("c1"))
+    assert meta is not None and meta["leaseExpiresAt"] == 0 and meta["activeRunId"] == "r1"
+    deps.work_queue = queue  # type: ignore[assignment]
+    assert await answer_approval(deps, "r1", "a1", decision(True)) == {"accepted": True, "status": "accepted"}
+    assert queue.jobs == [ContinueRunJob(chat_id="c1", run_id="r1", user_id=USER)]
+
+
 async def test_an_approved_call_is_claimed_once(any_table: Table) -> None:
     context, _ = approval_context(writes("x"), any_table)
     waits = context.deps.waits

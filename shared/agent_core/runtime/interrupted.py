@@ -93,7 +93,7 @@ class WaitingRuns:
         if pending is None:
             return None
         if sole_owner:
-            await store.renew_lease(chat.chat_id, run_id, 0)
+            await store.expire_lease(chat.chat_id, run_id)
         if not pending.due:
             return "waiting"
         await self.queue.enqueue(ContinueRunJob(chat_id=chat.chat_id, run_id=run_id, user_id=chat.user_id))

@@ -144,6 +144,11 @@ class TurnStore(Protocol):
 
     async def renew_lease(self, chat_id: str, run_id: str, expires_at: int, holder: str | None = None) -> bool: ...
 
+    async def expire_lease(self, chat_id: str, run_id: str) -> bool:
+        """Mark the run's lease expired now, whoever holds it for the run (the local server at start: every
+        process that held one is dead); False when the run no longer holds it."""
+        ...
+
     async def take_over_lease(self, chat_id: str, run_id: str, now_ms: int, expires_at: int, holder: str) -> bool:
         """The run's own lease, expired (its process died), taken by the process that continues it under the
         token `holder` (False: it is still held, or no longer the run's). The run's earlier process, should it

@@ -110,6 +110,14 @@ class RunTable(TableRole):
             return False
         return True
 
+    async def expire_lease(self, chat_id: str, run_id: str) -> bool:
+        try:
+            expired = Update(set={"leaseExpiresAt": 0})
+            await self.table.update(it.meta_key(chat_id), expired, Condition.of(eq("activeRunId", run_id)))
+        except ConditionFailed:
+            return False
+        return True
+
     async def take_over_lease(self, chat_id: str, run_id: str, now_ms: int, expires_at: int, holder: str) -> bool:
         condition = Condition.of(eq("activeRunId", run_id), lt("leaseExpiresAt", now_ms))
         taken = Update(set={"leaseExpiresAt": expires_at, it.LEASE_HOLDER: holder})
