@@ -49,7 +49,7 @@ from agent_core.api.routes.submit import answer_approval
 from agent_core.config import Settings
 from agent_core.context import AppContext, build_context, build_registry
 from agent_core.domain.ids import new_chat_id, now_ms
-from agent_core.domain.jobs import ContinueRunJob, Job
+from agent_core.domain.jobs import ContinueRunJob
 from agent_core.domain.models import ApprovalDecision, Chat, RunStatus, WaitStatus
 from agent_core.jobs.continuation import continue_waiting_run
 from agent_core.runtime.agents import AgentCatalog, AgentDefinition
@@ -67,6 +67,7 @@ from tests.support.approvals import RecordingTool
 from tests.support.fake_llm import Reply, ScriptedLlm
 from tests.support.fixtures import make_settings
 from tests.support.process_death import Life, MortalTable, ProcessGone
+from tests.support.recorded_queue import RecordedQueue
 from tests.support.wait import DEFAULT_BOUND_S, apoll_until
 
 SEQUENCES = {"sqlite": 1000, "moto": int(os.environ.get("APPROVAL_SEQUENCES", "250"))}
@@ -102,28 +103,6 @@ class MortalTool(RecordingTool):
 _SCHEMA = RecordingTool().schema()  # built once (each instance registers its own tool)
 
 
-class Queued:
-    """The work queue of every instance: jobs kept, so the test runs the continuations (and sees they were
-    queued); the other jobs (usage, memory) are not this test's."""
-
-    def __init__(self) -> None:
-        self.jobs: list[Job] = []
-
-    async def enqueue(self, job: Job, delay_s: int = 0) -> None:
-        self.jobs.append(job)
-
-    async def enqueue_many(self, jobs: list[Job]) -> None:
-        self.jobs.extend(jobs)
-
-    def queued(self, run_id: str) -> bool:
-        return any(isinstance(j, ContinueRunJob) and j.run_id == run_id for j in self.jobs)
-
-    def continuations(self, run_id: str) -> list[ContinueRunJob]:
-        mine = [j for j in self.jobs if isinstance(j, ContinueRunJob) and j.run_id == run_id]
-        self.jobs = [j for j in self.jobs if not (isinstance(j, ContinueRunJob) and j.run_id == run_id)]
-        return mine
-
-
 @dataclass
 class World:
     """What every instance shares: the table, the executions, the queue (and its settings and built-in tools,
@@ -135,7 +114,7 @@ class World:
     audit: list[dict[str, Any]] = field(default_factory=list)
     graves: set[asyncio.Task[Any]] = field(default_factory=set)  # dead instances' tasks, ending with ProcessGone
     lives: list[Life] = field(default_factory=list)
-    queue: Queued = field(default_factory=Queued)
+    queue: RecordedQueue = field(default_factory=RecordedQueue)
 
     async def bury_all(self) -> None:
         """Every dead instance's tasks have ended (ProcessGone), within the bound."""
@@ -349,7 +328,7 @@ async def _all(sequences: Iterable[Coroutine[Any, Any, Sequence]]) -> list[Seque
     finally:
         for task in tasks:
             task.cancel()
-        await asyncio.wait(tasks)
+        await asyncio.wait(tasks, timeout=DEFAULT_BOUND_S)  # bounded: a failure never hangs the suite
 
 
 def _not_the_dead(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -493,9 +472,17 @@ async def test_an_approved_call_runs_at_most_once_whichever_instance_dies(
             worlds.update(batch)
             for seq in await _all(_one(seed, world) for seed, world in batch.items()):
                 covered.update(await _check(seq, worlds[seq.seed]))
-    finally:  # every dead instance's tasks end (they overlapped the later batches), also when a check failed
-        for world in worlds.values():
+        for world in worlds.values():  # every dead instance's tasks end (they overlapped the later batches)
             await world.bury_all()
+    finally:  # also when a check failed: every instance ends, so nothing is left running (the loop can close)
+        left: set[asyncio.Task[Any]] = set()
+        for world in worlds.values():
+            for life in world.lives:
+                life.kill()
+                life.bury()
+            left |= {t for t in world.graves.union(*(life.tasks for life in world.lives)) if not t.done()}
+        if left:
+            await asyncio.wait(left, timeout=DEFAULT_BOUND_S)
     print(backend, dict(covered))
     # 0 executions without an approval, 0 double executions: checked per sequence above. The sequences covered
     # every ending, deaths at every stage (before it asked, while it waited, after the answer, while it was

@@ -16,7 +16,7 @@ import pytest
 from agent_core.api.routes.submit import answer_approval, answer_params
 from agent_core.context import AppContext
 from agent_core.domain.ids import now_ms
-from agent_core.domain.jobs import ContinueRunJob, Job
+from agent_core.domain.jobs import ContinueRunJob
 from agent_core.domain.models import Message, Role, Run, RunStatus, Wait, WaitKind, WaitStatus
 from agent_core.runtime.continuation import continue_run
 from agent_core.runtime.event_log import EventLogWriter
@@ -27,22 +27,10 @@ from agent_core.store.base import LeaseTaken
 from agent_core.store.run_log import RunLogStore
 from agent_core.store.table import Table
 from tests.support.approvals import approval_context, crash_while_waiting, decision, live_run, run_writer, writes
+from tests.support.recorded_queue import RecordedQueue
 from tests.support.wait import apoll_until
 
 USER = "u"
-
-
-class Recorded:
-    """A work queue that keeps what it is given."""
-
-    def __init__(self) -> None:
-        self.jobs: list[Job] = []
-
-    async def enqueue(self, job: Job, delay_s: int = 0) -> None:
-        self.jobs.append(job)
-
-    async def enqueue_many(self, jobs: list[Job]) -> None:
-        self.jobs.extend(jobs)
 
 
 async def _expire_lease(table: Table, chat_id: str) -> None:
@@ -122,7 +110,7 @@ async def test_an_approval_accepted_just_before_the_crash_runs_once_when_the_idl
     # The answer was accepted while the run still held its lease, then its process died before acting on it
     assert await living.deps.waits.decide_wait(run_id, "c1", decision(True))
     await _expire_lease(durable_table, chat_id)
-    queue = Recorded()
+    queue = RecordedQueue()
     waiting = WaitingRuns(living.deps.waits, living.deps.checkpoints, queue)  # type: ignore[arg-type]
     # The idle pass does not settle it: it queues its continuation
     assert await settle_interrupted_runs(living.deps.turns, now_ms(), expired_before=now_ms(), waiting=waiting) == 0
@@ -140,7 +128,7 @@ async def test_a_dead_run_still_waiting_is_left_for_its_answer_and_a_stopped_run
     living, _tool, seen = await crash_while_waiting(durable_table, ("c1",))
     first = seen[0]
     await _expire_lease(durable_table, first["chatId"])
-    queue = Recorded()
+    queue = RecordedQueue()
     waiting = WaitingRuns(living.deps.waits, living.deps.checkpoints, queue)  # type: ignore[arg-type]
     assert await settle_interrupted_runs(living.deps.turns, now_ms(), expired_before=now_ms(), waiting=waiting) == 0
     assert queue.jobs == [] and (await _run(living, first)).status == RunStatus.RUNNING
@@ -245,7 +233,7 @@ async def test_the_local_server_at_start_expires_a_dead_continuations_lease_so_a
     assert await deps.turns.take_over_lease("c1", "r1", now_ms(), now_ms() + 60_000, "t1")
     chat = await deps.chats.get_chat("c1", USER)
     assert chat is not None
-    queue = Recorded()
+    queue = RecordedQueue()
     waiting = WaitingRuns(deps.waits, deps.checkpoints, queue)  # type: ignore[arg-type]
     assert await waiting.keep(deps.turns, chat, sole_owner=True) == "waiting"
     meta = await any_table.get(it.meta_key("c1"))
@@ -273,7 +261,7 @@ async def test_an_approved_call_is_claimed_once(any_table: Table) -> None:
 async def test_answers_for_a_stopped_run_queue_its_continuation_only_with_a_checkpoint(any_table: Table) -> None:
     context, _ = approval_context(writes("x"), any_table)
     deps = context.deps
-    queue = Recorded()
+    queue = RecordedQueue()
     deps.work_queue = queue  # type: ignore[assignment]
     await live_run(any_table, "r1", "c1", USER)
     await _expire_lease(any_table, "c1")
