@@ -183,6 +183,11 @@ async def _check(seed: int, seq: Sequence, execution: ToolExecution | None, tool
     assert tool.executions == [], seed
     if accepted:
         assert (execution.status, execution.reason) == (ToolStatus.DENIED, "approval_denied"), seed
+    elif seq.cancelled and execution.reason == "approval_cancelled":
+        # The cancel closed the wait just as its time ran out: the run's expiry lost to it, and the run honours
+        # the cancel (the call never runs) before the cancel reaches the task itself.
+        assert execution.status == ToolStatus.DENIED and wait.status == WaitStatus.CANCELLED, seed
+        return "cancelled"
     else:
         assert (execution.status, execution.reason) == (ToolStatus.TIMEOUT, "approval_timeout"), seed
         assert wait.status == WaitStatus.EXPIRED, seed
